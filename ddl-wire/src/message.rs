@@ -1,0 +1,274 @@
+//! The message type bytes (`LogicalRepMsgType`) and [`Message`], which dispatches on them.
+
+use crate::context::{STREAM_VERSION, TWO_PHASE_VERSION};
+use crate::primitive::{to_error, PResult};
+use crate::{
+    begin, begin_prepare, commit, commit_prepared, delete, insert, logical_message, origin,
+    prepare, relation, rollback_prepared, stream_abort, stream_commit, stream_prepare,
+    stream_start, stream_stop, truncate, typ, update,
+};
+use crate::{BeginBody, BeginPrepareBody, CommitBody, CommitPreparedBody, DeleteBody};
+use crate::{Error, ErrorKind, InsertBody, LogicalMessageBody, OriginBody, PrepareBody};
+use crate::{ProtocolContext, RelationBody, RollbackPreparedBody, StreamAbortBody};
+use crate::{StreamCommitBody, StreamPrepareBody, StreamStartBody, TruncateBody, TypeBody};
+use crate::UpdateBody;
+
+/// Begin, `'B'`.
+pub const BEGIN_TAG: u8 = b'B';
+/// Commit, `'C'`.
+pub const COMMIT_TAG: u8 = b'C';
+/// Origin, `'O'`.
+pub const ORIGIN_TAG: u8 = b'O';
+/// Relation, `'R'`.
+pub const RELATION_TAG: u8 = b'R';
+/// Type, `'Y'`.
+pub const TYPE_TAG: u8 = b'Y';
+/// Insert, `'I'`.
+pub const INSERT_TAG: u8 = b'I';
+/// Update, `'U'`.
+pub const UPDATE_TAG: u8 = b'U';
+/// Delete, `'D'`.
+pub const DELETE_TAG: u8 = b'D';
+/// Truncate, `'T'`.
+pub const TRUNCATE_TAG: u8 = b'T';
+/// Message (logical decoding message), `'M'`.
+pub const MESSAGE_TAG: u8 = b'M';
+/// Stream Start, `'S'` (protocol 2).
+pub const STREAM_START_TAG: u8 = b'S';
+/// Stream Stop, `'E'` (protocol 2).
+pub const STREAM_STOP_TAG: u8 = b'E';
+/// Stream Commit, `'c'` (protocol 2).
+pub const STREAM_COMMIT_TAG: u8 = b'c';
+/// Stream Abort, `'A'` (protocol 2).
+pub const STREAM_ABORT_TAG: u8 = b'A';
+/// Begin Prepare, `'b'` (protocol 3).
+pub const BEGIN_PREPARE_TAG: u8 = b'b';
+/// Prepare, `'P'` (protocol 3).
+pub const PREPARE_TAG: u8 = b'P';
+/// Commit Prepared, `'K'` (protocol 3).
+pub const COMMIT_PREPARED_TAG: u8 = b'K';
+/// Rollback Prepared, `'r'` (protocol 3).
+pub const ROLLBACK_PREPARED_TAG: u8 = b'r';
+/// Stream Prepare, `'p'` (protocol 3).
+pub const STREAM_PREPARE_TAG: u8 = b'p';
+
+/// The name protocol.sgml gives a message type.
+pub(crate) fn type_name(tag: u8) -> Option<&'static str> {
+    Some(match tag {
+        BEGIN_TAG => "Begin",
+        COMMIT_TAG => "Commit",
+        ORIGIN_TAG => "Origin",
+        RELATION_TAG => "Relation",
+        TYPE_TAG => "Type",
+        INSERT_TAG => "Insert",
+        UPDATE_TAG => "Update",
+        DELETE_TAG => "Delete",
+        TRUNCATE_TAG => "Truncate",
+        MESSAGE_TAG => "Message",
+        STREAM_START_TAG => "Stream Start",
+        STREAM_STOP_TAG => "Stream Stop",
+        STREAM_COMMIT_TAG => "Stream Commit",
+        STREAM_ABORT_TAG => "Stream Abort",
+        BEGIN_PREPARE_TAG => "Begin Prepare",
+        PREPARE_TAG => "Prepare",
+        COMMIT_PREPARED_TAG => "Commit Prepared",
+        ROLLBACK_PREPARED_TAG => "Rollback Prepared",
+        STREAM_PREPARE_TAG => "Stream Prepare",
+        _ => return None,
+    })
+}
+
+/// The lowest `proto_version` in which pgoutput sends this message type (1 for unknown types,
+/// which parsing rejects anyway).
+fn required_version(tag: u8) -> u32 {
+    match tag {
+        STREAM_START_TAG | STREAM_STOP_TAG | STREAM_COMMIT_TAG | STREAM_ABORT_TAG => STREAM_VERSION,
+        BEGIN_PREPARE_TAG | PREPARE_TAG | COMMIT_PREPARED_TAG | ROLLBACK_PREPARED_TAG
+        | STREAM_PREPARE_TAG => TWO_PHASE_VERSION,
+        _ => ProtocolContext::MIN_PROTO_VERSION,
+    }
+}
+
+/// One pgoutput message, borrowing from the bytes it was parsed from.
+///
+/// Each variant is named after the message in protocol.sgml and proto.c, and holds a body whose
+/// getters return the fields; variable parts (columns, tuples, relation lists) are read lazily.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message<'a> {
+    /// `'B'`
+    Begin(BeginBody),
+    /// `'C'`
+    Commit(CommitBody),
+    /// `'O'`
+    Origin(OriginBody<'a>),
+    /// `'R'`
+    Relation(RelationBody<'a>),
+    /// `'Y'`
+    Type(TypeBody<'a>),
+    /// `'I'`
+    Insert(InsertBody<'a>),
+    /// `'U'`
+    Update(UpdateBody<'a>),
+    /// `'D'`
+    Delete(DeleteBody<'a>),
+    /// `'T'`
+    Truncate(TruncateBody<'a>),
+    /// `'M'`, a logical decoding message.
+    LogicalMessage(LogicalMessageBody<'a>),
+    /// `'S'`
+    StreamStart(StreamStartBody),
+    /// `'E'`: Stream Stop has no fields.
+    StreamStop,
+    /// `'c'`
+    StreamCommit(StreamCommitBody),
+    /// `'A'`
+    StreamAbort(StreamAbortBody),
+    /// `'b'`
+    BeginPrepare(BeginPrepareBody<'a>),
+    /// `'P'`
+    Prepare(PrepareBody<'a>),
+    /// `'K'`
+    CommitPrepared(CommitPreparedBody<'a>),
+    /// `'r'`
+    RollbackPrepared(RollbackPreparedBody<'a>),
+    /// `'p'`
+    StreamPrepare(StreamPrepareBody<'a>),
+}
+
+impl<'a> Message<'a> {
+    /// Parses `buf`, which must hold exactly one message (as a CopyData `XLogData` payload or a
+    /// row of `pg_logical_slot_peek_binary_changes` does).
+    ///
+    /// Bytes left after the message are an error ([`ErrorKind::TrailingBytes`], at the first
+    /// extra byte); a buffer that ends inside the message is [`ErrorKind::Incomplete`].
+    pub fn parse(buf: &'a [u8], ctx: &ProtocolContext) -> Result<Message<'a>, Error> {
+        let (message, used) = Message::parse_prefix(buf, ctx)?;
+        match buf.len().saturating_sub(used) {
+            0 => Ok(message),
+            extra => Err(Error::new(
+                ErrorKind::TrailingBytes(extra),
+                used,
+                Some(message.tag()),
+            )),
+        }
+    }
+
+    /// Parses the message at the start of `buf` and returns it with the number of bytes it
+    /// used, for input where messages are not length-delimited (pg_recvlogical files).
+    ///
+    /// Checks that the message type exists in the context's protocol version; it does not
+    /// check where the message may appear in a stream ([`StreamDecoder`](crate::StreamDecoder)
+    /// does).
+    pub fn parse_prefix(
+        buf: &'a [u8],
+        ctx: &ProtocolContext,
+    ) -> Result<(Message<'a>, usize), Error> {
+        let Some((&tag, body)) = buf.split_first() else {
+            return Err(Error::new(ErrorKind::Incomplete, 0, None));
+        };
+        let required = required_version(tag);
+        if ctx.proto_version() < required {
+            let kind = ErrorKind::RequiresProtocolVersion {
+                required,
+                negotiated: ctx.proto_version(),
+            };
+            return Err(Error::new(kind, 0, Some(tag)));
+        }
+        let total = buf.len();
+        let parsed: PResult<'a, Message<'a>> = match tag {
+            BEGIN_TAG => begin::parse(body).map(|(r, b)| (r, Message::Begin(b))),
+            COMMIT_TAG => commit::parse(body).map(|(r, b)| (r, Message::Commit(b))),
+            ORIGIN_TAG => origin::parse(body).map(|(r, b)| (r, Message::Origin(b))),
+            RELATION_TAG => {
+                relation::parse(body, ctx, total).map(|(r, b)| (r, Message::Relation(b)))
+            }
+            TYPE_TAG => typ::parse(body, ctx).map(|(r, b)| (r, Message::Type(b))),
+            INSERT_TAG => insert::parse(body, ctx, total).map(|(r, b)| (r, Message::Insert(b))),
+            UPDATE_TAG => update::parse(body, ctx, total).map(|(r, b)| (r, Message::Update(b))),
+            DELETE_TAG => delete::parse(body, ctx, total).map(|(r, b)| (r, Message::Delete(b))),
+            TRUNCATE_TAG => truncate::parse(body, ctx).map(|(r, b)| (r, Message::Truncate(b))),
+            MESSAGE_TAG => {
+                logical_message::parse(body, ctx).map(|(r, b)| (r, Message::LogicalMessage(b)))
+            }
+            STREAM_START_TAG => {
+                stream_start::parse(body).map(|(r, b)| (r, Message::StreamStart(b)))
+            }
+            STREAM_STOP_TAG => Ok((body, Message::StreamStop)),
+            STREAM_COMMIT_TAG => {
+                stream_commit::parse(body).map(|(r, b)| (r, Message::StreamCommit(b)))
+            }
+            STREAM_ABORT_TAG => {
+                stream_abort::parse(body, ctx).map(|(r, b)| (r, Message::StreamAbort(b)))
+            }
+            BEGIN_PREPARE_TAG => {
+                begin_prepare::parse(body).map(|(r, b)| (r, Message::BeginPrepare(b)))
+            }
+            PREPARE_TAG => prepare::parse(body).map(|(r, b)| (r, Message::Prepare(b))),
+            COMMIT_PREPARED_TAG => {
+                commit_prepared::parse(body).map(|(r, b)| (r, Message::CommitPrepared(b)))
+            }
+            ROLLBACK_PREPARED_TAG => {
+                rollback_prepared::parse(body).map(|(r, b)| (r, Message::RollbackPrepared(b)))
+            }
+            STREAM_PREPARE_TAG => {
+                stream_prepare::parse(body).map(|(r, b)| (r, Message::StreamPrepare(b)))
+            }
+            _ => return Err(Error::new(ErrorKind::UnknownMessageType, 0, Some(tag))),
+        };
+        match parsed {
+            Ok((rest, message)) => Ok((message, total.saturating_sub(rest.len()))),
+            Err(e) => Err(to_error(e, total, Some(tag))),
+        }
+    }
+
+    /// The message type byte.
+    pub fn tag(&self) -> u8 {
+        match self {
+            Message::Begin(_) => BEGIN_TAG,
+            Message::Commit(_) => COMMIT_TAG,
+            Message::Origin(_) => ORIGIN_TAG,
+            Message::Relation(_) => RELATION_TAG,
+            Message::Type(_) => TYPE_TAG,
+            Message::Insert(_) => INSERT_TAG,
+            Message::Update(_) => UPDATE_TAG,
+            Message::Delete(_) => DELETE_TAG,
+            Message::Truncate(_) => TRUNCATE_TAG,
+            Message::LogicalMessage(_) => MESSAGE_TAG,
+            Message::StreamStart(_) => STREAM_START_TAG,
+            Message::StreamStop => STREAM_STOP_TAG,
+            Message::StreamCommit(_) => STREAM_COMMIT_TAG,
+            Message::StreamAbort(_) => STREAM_ABORT_TAG,
+            Message::BeginPrepare(_) => BEGIN_PREPARE_TAG,
+            Message::Prepare(_) => PREPARE_TAG,
+            Message::CommitPrepared(_) => COMMIT_PREPARED_TAG,
+            Message::RollbackPrepared(_) => ROLLBACK_PREPARED_TAG,
+            Message::StreamPrepare(_) => STREAM_PREPARE_TAG,
+        }
+    }
+
+    /// Appends the message's bytes to `out`: exactly the bytes it was parsed from.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Message::Begin(b) => b.encode(out),
+            Message::Commit(b) => b.encode(out),
+            Message::Origin(b) => b.encode(out),
+            Message::Relation(b) => b.encode(out),
+            Message::Type(b) => b.encode(out),
+            Message::Insert(b) => b.encode(out),
+            Message::Update(b) => b.encode(out),
+            Message::Delete(b) => b.encode(out),
+            Message::Truncate(b) => b.encode(out),
+            Message::LogicalMessage(b) => b.encode(out),
+            Message::StreamStart(b) => b.encode(out),
+            Message::StreamStop => stream_stop::write_stream_stop(out),
+            Message::StreamCommit(b) => b.encode(out),
+            Message::StreamAbort(b) => b.encode(out),
+            Message::BeginPrepare(b) => b.encode(out),
+            Message::Prepare(b) => b.encode(out),
+            Message::CommitPrepared(b) => b.encode(out),
+            Message::RollbackPrepared(b) => b.encode(out),
+            Message::StreamPrepare(b) => b.encode(out),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Prepare ('P'): a two-phase transaction was prepared; and the fields it shares with
+//! Begin Prepare and Stream Prepare (proto.c's `LogicalRepPreparedTxnData`).
+
+use nom::combinator::map;
+use nom::sequence::{preceded, tuple};
+
+use crate::message::PREPARE_TAG;
+use crate::primitive::{be_i64, be_u32, be_u64, cstr, put_cstr, put_i64, put_u32, put_u64};
+use crate::primitive::{put_u8, zero_flags, PResult};
+use crate::PgStr;
+
+/// The fields of Begin Prepare, Prepare and Stream Prepare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct PreparedTxn<'a> {
+    pub(crate) prepare_lsn: u64,
+    pub(crate) end_lsn: u64,
+    pub(crate) prepare_time: i64,
+    pub(crate) xid: u32,
+    pub(crate) gid: PgStr<'a>,
+}
+
+impl PreparedTxn<'_> {
+    pub(crate) fn put(&self, out: &mut Vec<u8>) {
+        put_u64(out, self.prepare_lsn);
+        put_u64(out, self.end_lsn);
+        put_i64(out, self.prepare_time);
+        put_u32(out, self.xid);
+        put_cstr(out, self.gid);
+    }
+}
+
+pub(crate) fn parse_prepared_txn(i: &[u8]) -> PResult<'_, PreparedTxn<'_>> {
+    map(
+        tuple((be_u64, be_u64, be_i64, be_u32, cstr)),
+        |(prepare_lsn, end_lsn, prepare_time, xid, gid)| PreparedTxn {
+            prepare_lsn,
+            end_lsn,
+            prepare_time,
+            xid,
+            gid,
+        },
+    )(i)
+}
+
+/// Prepare: the transaction opened by Begin Prepare was prepared (PREPARE TRANSACTION), and
+/// waits for Commit Prepared or Rollback Prepared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PrepareBody<'a>(PreparedTxn<'a>);
+
+impl<'a> PrepareBody<'a> {
+    /// The LSN of the prepare record.
+    pub fn prepare_lsn(&self) -> u64 {
+        self.0.prepare_lsn
+    }
+
+    /// The LSN just after the prepare record.
+    pub fn end_lsn(&self) -> u64 {
+        self.0.end_lsn
+    }
+
+    /// Prepare time, microseconds since 2000-01-01 00:00 UTC.
+    pub fn prepare_time(&self) -> i64 {
+        self.0.prepare_time
+    }
+
+    /// The transaction id.
+    pub fn xid(&self) -> u32 {
+        self.0.xid
+    }
+
+    /// The global transaction identifier given to PREPARE TRANSACTION.
+    pub fn gid(&self) -> PgStr<'a> {
+        self.0.gid
+    }
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        put_u8(out, PREPARE_TAG);
+        put_u8(out, 0);
+        self.0.put(out);
+    }
+}
+
+pub(crate) fn parse(i: &[u8]) -> PResult<'_, PrepareBody<'_>> {
+    map(preceded(zero_flags, parse_prepared_txn), PrepareBody)(i)
+}
+
+/// Writes a Prepare message (`logicalrep_write_prepare`); its flags byte is always 0.
+pub fn write_prepare(
+    prepare_lsn: u64,
+    end_lsn: u64,
+    prepare_time: i64,
+    xid: u32,
+    gid: PgStr<'_>,
+    out: &mut Vec<u8>,
+) {
+    PrepareBody(PreparedTxn {
+        prepare_lsn,
+        end_lsn,
+        prepare_time,
+        xid,
+        gid,
+    })
+    .encode(out);
+}

@@ -1,0 +1,405 @@
+//! The captured-DDL record: the payload of a `ddl_sync` logical decoding message.
+//!
+//! The capture hook writes one record per DDL statement with `LogLogicalMessage`; the output
+//! plugin parses it, and it never leaves the publisher as such (subscribers see the fields as
+//! columns of `ddl_sync.events`). The format is binary and versioned because the record is the
+//! only copy of the DDL in WAL: a plugin built from an older ddl-wire must refuse a newer record
+//! with a clear error, never misread it.
+//!
+//! Layout of format version 1 (all integers big-endian, like the pgoutput protocol):
+//!
+//! ```text
+//! u8   format version (1)
+//! u8   flags: 0x01 top level (else nested in a function / DO block),
+//!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
+//! u32  xid of the (sub)transaction that ran the statement
+//! u32  kind bits (ddl-filter's DdlKinds mask)
+//! u64  system identifier of the node that captured the record
+//! u64  system identifier of the node where the statement first ran (= above unless forwarded)
+//! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
+//! then nine strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//!      dialect, command tag, schema, object identity, statement, search_path,
+//!      current role, session user, database
+//! ```
+//! Nothing may follow the last string.
+
+use std::fmt;
+
+/// The only record format version this crate reads and writes.
+pub const RECORD_FORMAT_VERSION: u8 = 1;
+
+/// The logical decoding message prefix the capture hook writes records under.
+pub const RECORD_PREFIX: &str = "ddl_sync";
+
+/// Record flags (one byte on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct RecordFlags(u8);
+
+impl RecordFlags {
+    /// The statement was sent by the client (not run from inside a function or DO block).
+    pub const TOP_LEVEL: RecordFlags = RecordFlags(0x01);
+    /// The statement ran inside a transaction whose outcome decides whether it happened.
+    pub const TRANSACTIONAL: RecordFlags = RecordFlags(0x02);
+    /// The statement was replayed from another node and is passed on (cascading replication).
+    pub const FORWARDED: RecordFlags = RecordFlags(0x04);
+    const ALL: u8 = 0x07;
+
+    /// No flag set.
+    pub const fn empty() -> RecordFlags {
+        RecordFlags(0)
+    }
+    /// The raw byte.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+    /// `None` when a bit this version does not know is set.
+    pub const fn from_bits(bits: u8) -> Option<RecordFlags> {
+        if bits & !Self::ALL == 0 {
+            Some(RecordFlags(bits))
+        } else {
+            None
+        }
+    }
+    /// Whether every flag of `other` is set.
+    pub const fn contains(self, other: RecordFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl std::ops::BitOr for RecordFlags {
+    type Output = RecordFlags;
+    fn bitor(self, rhs: RecordFlags) -> RecordFlags {
+        RecordFlags(self.0 | rhs.0)
+    }
+}
+
+/// Where a DDL statement first ran: `(system_identifier, lsn)` names it on every node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RecordOrigin {
+    /// The system identifier of the node that captured this record.
+    pub capturing_sysid: u64,
+    /// The system identifier of the node where the statement first ran.
+    pub original_sysid: u64,
+    /// The statement's LSN on that node; 0 when it is the capturing node (the output plugin then
+    /// uses the message's own LSN).
+    pub original_lsn: u64,
+}
+
+/// One captured DDL statement, borrowing its strings from the message payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DdlRecord<'a> {
+    /// Flags.
+    pub flags: RecordFlags,
+    /// The xid of the (sub)transaction that ran the statement; the output plugin uses it to
+    /// attribute the event to that subtransaction when streaming.
+    pub xid: u32,
+    /// The statement's kind as a `ddl_filter::DdlKinds` bit mask.
+    pub kind: u32,
+    /// Where the statement comes from.
+    pub origin: RecordOrigin,
+    /// The SQL dialect the session parsed it with (`postgres`, `tsql`, ...).
+    pub dialect: &'a str,
+    /// The command tag (`CREATE TABLE`, `ALTER INDEX`, ...).
+    pub command_tag: &'a str,
+    /// The schema of the object, empty when the object has none (e.g. a schema or extension).
+    pub schema: &'a str,
+    /// The schema-qualified object identity (`public.orders`).
+    pub object_identity: &'a str,
+    /// The statement text, exactly one statement cut from the client's query string.
+    pub sql: &'a str,
+    /// The session's search_path when it ran.
+    pub search_path: &'a str,
+    /// The current role when it ran.
+    pub role: &'a str,
+    /// The session user.
+    pub session_user: &'a str,
+    /// The database it ran in.
+    pub database: &'a str,
+}
+
+/// Why a record could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordError {
+    kind: RecordErrorKind,
+    offset: usize,
+}
+
+/// The kinds of [`RecordError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordErrorKind {
+    /// The record was written by a newer (or unknown) format version.
+    UnsupportedVersion(u8),
+    /// The payload ends inside the named field.
+    Truncated(&'static str),
+    /// A flag bit this version does not know.
+    UnknownFlags(u8),
+    /// The named string field is not UTF-8.
+    InvalidUtf8(&'static str),
+    /// Bytes follow the last field.
+    TrailingBytes(usize),
+}
+
+impl RecordError {
+    /// What went wrong.
+    pub fn kind(&self) -> &RecordErrorKind {
+        &self.kind
+    }
+    /// The byte offset in the payload where it went wrong.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ddl_sync record at byte {}: ", self.offset)?;
+        match &self.kind {
+            RecordErrorKind::UnsupportedVersion(v) => write!(
+                f,
+                "format version {v} is not supported (this reader knows version {RECORD_FORMAT_VERSION}; \
+                 a newer ddl_pgoutput wrote it?)"
+            ),
+            RecordErrorKind::Truncated(field) => write!(f, "payload ends inside field {field}"),
+            RecordErrorKind::UnknownFlags(b) => write!(f, "unknown flag bits 0x{b:02x}"),
+            RecordErrorKind::InvalidUtf8(field) => write!(f, "field {field} is not valid UTF-8"),
+            RecordErrorKind::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the last field"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+/// The names of the string fields, in wire order (used in errors).
+const STRING_FIELDS: [&str; 9] = [
+    "dialect",
+    "command_tag",
+    "schema",
+    "object_identity",
+    "sql",
+    "search_path",
+    "role",
+    "session_user",
+    "database",
+];
+
+impl<'a> DdlRecord<'a> {
+    /// Parses a whole record; the payload must be used up exactly.
+    pub fn parse(payload: &'a [u8]) -> Result<DdlRecord<'a>, RecordError> {
+        let mut r = Reader { buf: payload, pos: 0 };
+        let version = r.u8("format version")?;
+        if version != RECORD_FORMAT_VERSION {
+            return Err(RecordError {
+                kind: RecordErrorKind::UnsupportedVersion(version),
+                offset: 0,
+            });
+        }
+        let flag_byte = r.u8("flags")?;
+        let flags = RecordFlags::from_bits(flag_byte).ok_or(RecordError {
+            kind: RecordErrorKind::UnknownFlags(flag_byte & !RecordFlags::ALL),
+            offset: 1,
+        })?;
+        let xid = r.u32("xid")?;
+        let kind = r.u32("kind")?;
+        let origin = RecordOrigin {
+            capturing_sysid: r.u64("capturing_sysid")?,
+            original_sysid: r.u64("original_sysid")?,
+            original_lsn: r.u64("original_lsn")?,
+        };
+        let mut s = [""; 9];
+        for (slot, field) in s.iter_mut().zip(STRING_FIELDS) {
+            *slot = r.string(field)?;
+        }
+        if r.pos != payload.len() {
+            return Err(RecordError {
+                kind: RecordErrorKind::TrailingBytes(payload.len() - r.pos),
+                offset: r.pos,
+            });
+        }
+        let [dialect, command_tag, schema, object_identity, sql, search_path, role, session_user, database] =
+            s;
+        Ok(DdlRecord {
+            flags,
+            xid,
+            kind,
+            origin,
+            dialect,
+            command_tag,
+            schema,
+            object_identity,
+            sql,
+            search_path,
+            role,
+            session_user,
+            database,
+        })
+    }
+
+    /// Appends the record in the current format version.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(RECORD_FORMAT_VERSION);
+        out.push(self.flags.bits());
+        out.extend_from_slice(&self.xid.to_be_bytes());
+        out.extend_from_slice(&self.kind.to_be_bytes());
+        out.extend_from_slice(&self.origin.capturing_sysid.to_be_bytes());
+        out.extend_from_slice(&self.origin.original_sysid.to_be_bytes());
+        out.extend_from_slice(&self.origin.original_lsn.to_be_bytes());
+        for s in self.strings() {
+            // A statement longer than 4 GiB cannot reach here: PostgreSQL's query strings and
+            // logical messages are limited to 1 GiB.
+            out.extend_from_slice(&(s.len() as u32).to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+
+    fn strings(&self) -> [&'a str; 9] {
+        [
+            self.dialect,
+            self.command_tag,
+            self.schema,
+            self.object_identity,
+            self.sql,
+            self.search_path,
+            self.role,
+            self.session_user,
+            self.database,
+        ]
+    }
+}
+
+/// A cursor that turns running out of bytes into an error naming the field.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], RecordError> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len());
+        match end.and_then(|e| self.buf.get(self.pos..e)) {
+            Some(bytes) => {
+                self.pos += n;
+                Ok(bytes)
+            }
+            None => Err(RecordError {
+                kind: RecordErrorKind::Truncated(field),
+                offset: self.pos,
+            }),
+        }
+    }
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], RecordError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, field)?);
+        Ok(a)
+    }
+    fn u8(&mut self, field: &'static str) -> Result<u8, RecordError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+    fn u32(&mut self, field: &'static str) -> Result<u32, RecordError> {
+        self.array(field).map(u32::from_be_bytes)
+    }
+    fn u64(&mut self, field: &'static str) -> Result<u64, RecordError> {
+        self.array(field).map(u64::from_be_bytes)
+    }
+    fn string(&mut self, field: &'static str) -> Result<&'a str, RecordError> {
+        let len = self.u32(field)? as usize;
+        let start = self.pos;
+        let bytes = self.take(len, field)?;
+        std::str::from_utf8(bytes).map_err(|e| RecordError {
+            kind: RecordErrorKind::InvalidUtf8(field),
+            offset: start + e.valid_up_to(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DdlRecord<'static> {
+        DdlRecord {
+            flags: RecordFlags::TOP_LEVEL | RecordFlags::TRANSACTIONAL,
+            xid: 731,
+            kind: 1,
+            origin: RecordOrigin {
+                capturing_sysid: 7_301_234_567_890_123_456,
+                original_sysid: 7_301_234_567_890_123_456,
+                original_lsn: 0,
+            },
+            dialect: "postgres",
+            command_tag: "ALTER TABLE",
+            schema: "public",
+            object_identity: "public.orders",
+            sql: "ALTER TABLE orders ADD COLUMN note text",
+            search_path: "\"$user\", public",
+            role: "app",
+            session_user: "app",
+            database: "shop",
+        }
+    }
+
+    fn encoded(r: &DdlRecord<'_>) -> Vec<u8> {
+        let mut v = Vec::new();
+        r.encode(&mut v);
+        v
+    }
+
+    #[test]
+    fn round_trips() {
+        let bytes = encoded(&sample());
+        assert_eq!(DdlRecord::parse(&bytes), Ok(sample()));
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_naming_a_field() {
+        let bytes = encoded(&sample());
+        for n in 0..bytes.len() {
+            let err = DdlRecord::parse(&bytes[..n]).unwrap_err();
+            assert!(matches!(err.kind(), RecordErrorKind::Truncated(_)), "{n}: {err}");
+            assert!(err.offset() <= n);
+        }
+    }
+
+    #[test]
+    fn newer_version_is_refused_not_misread() {
+        let mut bytes = encoded(&sample());
+        bytes[0] = RECORD_FORMAT_VERSION + 1;
+        let err = DdlRecord::parse(&bytes).unwrap_err();
+        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(2));
+        assert!(err.to_string().contains("format version 2 is not supported"));
+    }
+
+    #[test]
+    fn unknown_flags_trailing_bytes_and_bad_utf8_are_refused() {
+        let mut bytes = encoded(&sample());
+        bytes[1] |= 0x80;
+        assert_eq!(
+            DdlRecord::parse(&bytes).unwrap_err().kind(),
+            &RecordErrorKind::UnknownFlags(0x80)
+        );
+
+        let mut bytes = encoded(&sample());
+        bytes.push(0);
+        assert_eq!(
+            DdlRecord::parse(&bytes).unwrap_err().kind(),
+            &RecordErrorKind::TrailingBytes(1)
+        );
+
+        let mut bytes = encoded(&sample());
+        let at = bytes.windows(6).position(|w| w == b"orders").unwrap();
+        bytes[at] = 0xff;
+        let err = DdlRecord::parse(&bytes).unwrap_err();
+        assert_eq!(err.kind(), &RecordErrorKind::InvalidUtf8("object_identity"));
+        assert_eq!(err.offset(), at);
+    }
+
+    #[test]
+    fn huge_length_does_not_overflow() {
+        let mut bytes = encoded(&sample())[..34].to_vec();
+        bytes.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert_eq!(
+            DdlRecord::parse(&bytes).unwrap_err().kind(),
+            &RecordErrorKind::Truncated("dialect")
+        );
+    }
+}

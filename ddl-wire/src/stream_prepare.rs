@@ -1,0 +1,72 @@
+//! Stream Prepare ('p'): a streamed two-phase transaction was prepared.
+
+use nom::combinator::map;
+use nom::sequence::preceded;
+
+use crate::message::STREAM_PREPARE_TAG;
+use crate::prepare::{parse_prepared_txn, PreparedTxn};
+use crate::primitive::{put_u8, zero_flags, PResult};
+use crate::PgStr;
+
+/// Stream Prepare: everything streamed for [`xid`](StreamPrepareBody::xid) is prepared
+/// (streaming and `two_phase = true`, protocol 3 and up). Same fields as Prepare; sent outside
+/// any streamed block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StreamPrepareBody<'a>(PreparedTxn<'a>);
+
+impl<'a> StreamPrepareBody<'a> {
+    /// The LSN of the prepare record.
+    pub fn prepare_lsn(&self) -> u64 {
+        self.0.prepare_lsn
+    }
+
+    /// The LSN just after the prepare record.
+    pub fn end_lsn(&self) -> u64 {
+        self.0.end_lsn
+    }
+
+    /// Prepare time, microseconds since 2000-01-01 00:00 UTC.
+    pub fn prepare_time(&self) -> i64 {
+        self.0.prepare_time
+    }
+
+    /// The top-level transaction id.
+    pub fn xid(&self) -> u32 {
+        self.0.xid
+    }
+
+    /// The global transaction identifier given to PREPARE TRANSACTION.
+    pub fn gid(&self) -> PgStr<'a> {
+        self.0.gid
+    }
+
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        put_u8(out, STREAM_PREPARE_TAG);
+        put_u8(out, 0);
+        self.0.put(out);
+    }
+}
+
+pub(crate) fn parse(i: &[u8]) -> PResult<'_, StreamPrepareBody<'_>> {
+    map(preceded(zero_flags, parse_prepared_txn), StreamPrepareBody)(i)
+}
+
+/// Writes a Stream Prepare message (`logicalrep_write_stream_prepare`); its flags byte is
+/// always 0.
+pub fn write_stream_prepare(
+    prepare_lsn: u64,
+    end_lsn: u64,
+    prepare_time: i64,
+    xid: u32,
+    gid: PgStr<'_>,
+    out: &mut Vec<u8>,
+) {
+    StreamPrepareBody(PreparedTxn {
+        prepare_lsn,
+        end_lsn,
+        prepare_time,
+        xid,
+        gid,
+    })
+    .encode(out);
+}

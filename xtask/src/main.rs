@@ -1,0 +1,61 @@
+//! `cargo xtask`: every chore of this repository is one command here.
+//!
+//! Why a Rust binary and not shell scripts or make: it runs the same way on a fresh Debian machine
+//! and on a developer's, needs nothing but cargo (which a Rust project has anyway), and each task
+//! can be read as ordinary code. Tasks that need PostgreSQL run [`setup`] first, so any of them
+//! works on a fresh clone.
+//!
+//! ```text
+//! cargo xtask setup                 install everything the project needs (idempotent)
+//! cargo xtask test                  fmt, clippy, unit/property/golden tests, pgrx tests
+//! cargo xtask package               release artifacts into target/package/ (PostgreSQL layout)
+//! cargo xtask golden [--check]      capture pgoutput fixtures from a throwaway PostgreSQL 15
+//! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
+//! ```
+
+mod bench;
+mod cmd;
+mod golden;
+mod package;
+mod setup;
+mod test;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// What a task returns: a message for the user on failure.
+pub type Result<T = ()> = std::result::Result<T, String>;
+
+const USAGE: &str = "usage: cargo xtask <setup|test|package|golden [--check]|bench wire>";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match args.as_slice() {
+        ["setup"] => setup::run(),
+        ["test", rest @ ..] => test::run(rest),
+        ["package"] => package::run(),
+        ["golden", rest @ ..] => golden::run(rest),
+        ["bench", rest @ ..] => bench::run(rest),
+        ["help" | "--help" | "-h"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root, found from this crate's manifest so xtask works from any directory.
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
