@@ -45,8 +45,22 @@ impl Capture {
     pub fn load(path: &Path, name: &'static str, protocol: Protocol) -> Result<Capture, String> {
         let data =
             std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let frames = split_frames(&data).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(Capture { name, protocol, bytes: Bytes::from(data), frames })
+        Capture::from_bytes(data, name, protocol).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// A capture from the contents of a file.
+    pub fn from_bytes(
+        data: Vec<u8>,
+        name: &'static str,
+        protocol: Protocol,
+    ) -> Result<Capture, String> {
+        let frames = split_frames(&data)?;
+        Ok(Capture {
+            name,
+            protocol,
+            bytes: Bytes::from(data),
+            frames,
+        })
     }
 
     /// The file's size, length prefixes included.
@@ -99,8 +113,14 @@ mod tests {
             data.extend_from_slice(msg);
         }
         assert_eq!(split_frames(&data).unwrap(), vec![4..5, 9..18]);
-        assert!(split_frames(&data[..data.len() - 1]).unwrap_err().contains("byte 5"));
-        assert!(split_frames(&data[..7]).unwrap_err().contains("truncated length prefix"));
-        assert!(split_frames(&[0, 0, 0, 0]).unwrap_err().contains("empty message"));
+        assert!(split_frames(&data[..data.len() - 1])
+            .unwrap_err()
+            .contains("byte 5"));
+        assert!(split_frames(&data[..7])
+            .unwrap_err()
+            .contains("truncated length prefix"));
+        assert!(split_frames(&[0, 0, 0, 0])
+            .unwrap_err()
+            .contains("empty message"));
     }
 }

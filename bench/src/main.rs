@@ -53,7 +53,10 @@ fn parse_args() -> Result<Args, String> {
     let mut only = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))
+        };
         match arg.as_str() {
             "--v1" => v1 = Some(PathBuf::from(value()?)),
             "--streamed" => streamed = Some(PathBuf::from(value()?)),
@@ -71,7 +74,13 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     let v1 = v1.ok_or_else(|| USAGE.to_string())?;
-    Ok(Args { v1, streamed, runs, markdown, only })
+    Ok(Args {
+        v1,
+        streamed,
+        runs,
+        markdown,
+        only,
+    })
 }
 
 /// One parser's result on one capture.
@@ -134,7 +143,10 @@ fn run_capture<'c>(
         .filter(|p| only.is_none_or(|o| p.name.contains(o)))
         .collect();
     if parsers.is_empty() {
-        return Err(format!("no parser named like {only:?} reads {}", capture.name));
+        return Err(format!(
+            "no parser named like {only:?} reads {}",
+            capture.name
+        ));
     }
 
     // The untimed pass: every parser must have done the same work.
@@ -150,7 +162,11 @@ fn run_capture<'c>(
                 ));
             }
         }
-        timings.push(Timing { parser: p.name, work, passes: Vec::with_capacity(runs) });
+        timings.push(Timing {
+            parser: p.name,
+            work,
+            passes: Vec::with_capacity(runs),
+        });
     }
 
     for _ in 0..runs {
@@ -159,7 +175,11 @@ fn run_capture<'c>(
             let work = (p.parse)(capture)?;
             let elapsed = start.elapsed();
             // Cheap, and it keeps every pass honest.
-            assert_eq!(work, t.work, "{} counted differently on a later pass", p.name);
+            assert_eq!(
+                work, t.work,
+                "{} counted differently on a later pass",
+                p.name
+            );
             t.passes.push(elapsed);
         }
     }

@@ -30,7 +30,12 @@ pub fn emit_record(record: &DdlRecord<'_>) -> pg_sys::XLogRecPtr {
     // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
     unsafe {
         pg_guard_ffi_boundary(|| {
-            LogLogicalMessage(prefix.as_ptr(), payload.as_ptr().cast(), payload.len(), true)
+            LogLogicalMessage(
+                prefix.as_ptr(),
+                payload.as_ptr().cast(),
+                payload.len(),
+                true,
+            )
         })
     }
 }

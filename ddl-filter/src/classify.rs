@@ -164,7 +164,10 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
         "CREATE SEQUENCE" | "DROP SEQUENCE" => (R(K::Sequence), Never),
         "ALTER SEQUENCE" => (R(K::Sequence), ByObject),
         "CREATE TRIGGER" | "ALTER TRIGGER" | "DROP TRIGGER" => (R(K::Trigger), Never),
-        "CREATE VIEW" | "DROP VIEW" | "CREATE MATERIALIZED VIEW" | "DROP MATERIALIZED VIEW"
+        "CREATE VIEW"
+        | "DROP VIEW"
+        | "CREATE MATERIALIZED VIEW"
+        | "DROP MATERIALIZED VIEW"
         | "REFRESH MATERIALIZED VIEW" => (R(K::View), Never),
         "ALTER VIEW" | "ALTER MATERIALIZED VIEW" => (R(K::View), ByObject),
         "CREATE RULE" | "ALTER RULE" | "DROP RULE" => (R(K::Rule), Never),
@@ -175,23 +178,53 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
             (R(K::Function), Never)
         }
         // The type system: how values are cast, collated, converted, compared and searched.
-        "CREATE TYPE" | "ALTER TYPE" | "DROP TYPE" | "CREATE CAST" | "ALTER CAST" | "DROP CAST"
-        | "CREATE COLLATION" | "ALTER COLLATION" | "DROP COLLATION" | "CREATE CONVERSION"
-        | "ALTER CONVERSION" | "DROP CONVERSION" | "CREATE OPERATOR" | "ALTER OPERATOR"
-        | "DROP OPERATOR" | "CREATE OPERATOR CLASS" | "ALTER OPERATOR CLASS"
-        | "DROP OPERATOR CLASS" | "CREATE OPERATOR FAMILY" | "ALTER OPERATOR FAMILY"
-        | "DROP OPERATOR FAMILY" | "CREATE TEXT SEARCH CONFIGURATION"
-        | "ALTER TEXT SEARCH CONFIGURATION" | "DROP TEXT SEARCH CONFIGURATION"
-        | "CREATE TEXT SEARCH DICTIONARY" | "ALTER TEXT SEARCH DICTIONARY"
-        | "DROP TEXT SEARCH DICTIONARY" | "CREATE TEXT SEARCH PARSER"
-        | "ALTER TEXT SEARCH PARSER" | "DROP TEXT SEARCH PARSER" | "CREATE TEXT SEARCH TEMPLATE"
-        | "ALTER TEXT SEARCH TEMPLATE" | "DROP TEXT SEARCH TEMPLATE" | "CREATE TRANSFORM"
-        | "ALTER TRANSFORM" | "DROP TRANSFORM" => (R(K::Type), Never),
+        "CREATE TYPE"
+        | "ALTER TYPE"
+        | "DROP TYPE"
+        | "CREATE CAST"
+        | "ALTER CAST"
+        | "DROP CAST"
+        | "CREATE COLLATION"
+        | "ALTER COLLATION"
+        | "DROP COLLATION"
+        | "CREATE CONVERSION"
+        | "ALTER CONVERSION"
+        | "DROP CONVERSION"
+        | "CREATE OPERATOR"
+        | "ALTER OPERATOR"
+        | "DROP OPERATOR"
+        | "CREATE OPERATOR CLASS"
+        | "ALTER OPERATOR CLASS"
+        | "DROP OPERATOR CLASS"
+        | "CREATE OPERATOR FAMILY"
+        | "ALTER OPERATOR FAMILY"
+        | "DROP OPERATOR FAMILY"
+        | "CREATE TEXT SEARCH CONFIGURATION"
+        | "ALTER TEXT SEARCH CONFIGURATION"
+        | "DROP TEXT SEARCH CONFIGURATION"
+        | "CREATE TEXT SEARCH DICTIONARY"
+        | "ALTER TEXT SEARCH DICTIONARY"
+        | "DROP TEXT SEARCH DICTIONARY"
+        | "CREATE TEXT SEARCH PARSER"
+        | "ALTER TEXT SEARCH PARSER"
+        | "DROP TEXT SEARCH PARSER"
+        | "CREATE TEXT SEARCH TEMPLATE"
+        | "ALTER TEXT SEARCH TEMPLATE"
+        | "DROP TEXT SEARCH TEMPLATE"
+        | "CREATE TRANSFORM"
+        | "ALTER TRANSFORM"
+        | "DROP TRANSFORM" => (R(K::Type), Never),
         "CREATE DOMAIN" | "ALTER DOMAIN" | "DROP DOMAIN" => (R(K::Domain), Never),
         // Languages and access methods bind C handlers from a shared library, like the
         // extensions that normally create them.
-        "CREATE EXTENSION" | "ALTER EXTENSION" | "DROP EXTENSION" | "CREATE LANGUAGE"
-        | "ALTER LANGUAGE" | "DROP LANGUAGE" | "CREATE ACCESS METHOD" | "ALTER ACCESS METHOD"
+        "CREATE EXTENSION"
+        | "ALTER EXTENSION"
+        | "DROP EXTENSION"
+        | "CREATE LANGUAGE"
+        | "ALTER LANGUAGE"
+        | "DROP LANGUAGE"
+        | "CREATE ACCESS METHOD"
+        | "ALTER ACCESS METHOD"
         | "DROP ACCESS METHOD" => (R(K::Extension), Never),
         "COMMENT" | "SECURITY LABEL" | "GRANT" | "REVOKE" | "ALTER DEFAULT PRIVILEGES" => {
             (not(N::UnknownObjectType), ByObject)
@@ -200,24 +233,52 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
         | "DROP ROLE" | "GRANT ROLE" | "REVOKE ROLE" | "CREATE TABLESPACE" | "ALTER TABLESPACE"
         | "DROP TABLESPACE" | "ALTER SYSTEM" => (not(N::GlobalObject), Never),
         "DROP OWNED" | "REASSIGN OWNED" => (not(N::RoleWide), Never),
-        "CREATE PUBLICATION" | "ALTER PUBLICATION" | "DROP PUBLICATION"
-        | "CREATE SUBSCRIPTION" | "ALTER SUBSCRIPTION" | "DROP SUBSCRIPTION" => {
-            (not(N::Replication), Never)
-        }
+        "CREATE PUBLICATION"
+        | "ALTER PUBLICATION"
+        | "DROP PUBLICATION"
+        | "CREATE SUBSCRIPTION"
+        | "ALTER SUBSCRIPTION"
+        | "DROP SUBSCRIPTION" => (not(N::Replication), Never),
         "CREATE EVENT TRIGGER" | "ALTER EVENT TRIGGER" | "DROP EVENT TRIGGER" => {
             (not(N::EventTrigger), Never)
         }
-        "CREATE FOREIGN DATA WRAPPER" | "ALTER FOREIGN DATA WRAPPER"
-        | "DROP FOREIGN DATA WRAPPER" | "CREATE SERVER" | "ALTER SERVER" | "DROP SERVER"
-        | "CREATE USER MAPPING" | "ALTER USER MAPPING" | "DROP USER MAPPING"
-        | "CREATE FOREIGN TABLE" | "ALTER FOREIGN TABLE" | "DROP FOREIGN TABLE"
+        "CREATE FOREIGN DATA WRAPPER"
+        | "ALTER FOREIGN DATA WRAPPER"
+        | "DROP FOREIGN DATA WRAPPER"
+        | "CREATE SERVER"
+        | "ALTER SERVER"
+        | "DROP SERVER"
+        | "CREATE USER MAPPING"
+        | "ALTER USER MAPPING"
+        | "DROP USER MAPPING"
+        | "CREATE FOREIGN TABLE"
+        | "ALTER FOREIGN TABLE"
+        | "DROP FOREIGN TABLE"
         | "IMPORT FOREIGN SCHEMA" => (not(N::ForeignData), Never),
         "ALTER LARGE OBJECT" => (not(N::LargeObject), Never),
-        "SELECT" | "SELECT FOR KEY SHARE" | "SELECT FOR NO KEY UPDATE" | "SELECT FOR SHARE"
-        | "SELECT FOR UPDATE" | "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "COPY"
-        | "COPY FROM" | "TRUNCATE TABLE" | "EXPLAIN" => (not(N::Dml), Never),
-        "BEGIN" | "START TRANSACTION" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE"
-        | "PREPARE TRANSACTION" | "COMMIT PREPARED" | "ROLLBACK PREPARED" | "SET CONSTRAINTS"
+        "SELECT"
+        | "SELECT FOR KEY SHARE"
+        | "SELECT FOR NO KEY UPDATE"
+        | "SELECT FOR SHARE"
+        | "SELECT FOR UPDATE"
+        | "INSERT"
+        | "UPDATE"
+        | "DELETE"
+        | "MERGE"
+        | "COPY"
+        | "COPY FROM"
+        | "TRUNCATE TABLE"
+        | "EXPLAIN" => (not(N::Dml), Never),
+        "BEGIN"
+        | "START TRANSACTION"
+        | "COMMIT"
+        | "ROLLBACK"
+        | "SAVEPOINT"
+        | "RELEASE"
+        | "PREPARE TRANSACTION"
+        | "COMMIT PREPARED"
+        | "ROLLBACK PREPARED"
+        | "SET CONSTRAINTS"
         | "LOCK TABLE" => (not(N::TransactionControl), Never),
         "SET" | "RESET" | "SHOW" | "DISCARD" | "DISCARD ALL" | "DISCARD PLANS"
         | "DISCARD SEQUENCES" | "DISCARD TEMP" | "PREPARE" | "EXECUTE" | "DEALLOCATE"
@@ -225,9 +286,7 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
         | "CLOSE CURSOR ALL" | "LISTEN" | "UNLISTEN" | "NOTIFY" | "LOAD" => {
             (not(N::Session), Never)
         }
-        "VACUUM" | "ANALYZE" | "CLUSTER" | "REINDEX" | "CHECKPOINT" => {
-            (not(N::Maintenance), Never)
-        }
+        "VACUUM" | "ANALYZE" | "CLUSTER" | "REINDEX" | "CHECKPOINT" => (not(N::Maintenance), Never),
         "DO" | "CALL" => (not(N::Procedural), Never),
         "???" => (not(N::UnknownTag), Never),
         _ => return None,
@@ -277,20 +336,32 @@ fn other_object(object_type: &str) -> Option<Classification> {
         "schema" | "schemas" => R(K::Schema),
         "function" | "functions" | "procedure" | "routine" | "aggregate" => R(K::Function),
         // Domains are reported as `type` by pg_identify_object(); only GRANT says `DOMAIN`.
-        "type" | "types" | "cast" | "collation" | "conversion" | "operator" | "operator class"
-        | "operator family" | "operator of access method" | "function of access method"
-        | "text search configuration" | "text search dictionary" | "text search parser"
-        | "text search template" | "transform" => R(K::Type),
+        "type"
+        | "types"
+        | "cast"
+        | "collation"
+        | "conversion"
+        | "operator"
+        | "operator class"
+        | "operator family"
+        | "operator of access method"
+        | "function of access method"
+        | "text search configuration"
+        | "text search dictionary"
+        | "text search parser"
+        | "text search template"
+        | "transform" => R(K::Type),
         "domain" | "domain constraint" => R(K::Domain),
         "extension" | "language" | "access method" => R(K::Extension),
-        "database" | "role" | "tablespace" | "parameter" | "parameter acl" => {
-            not(N::GlobalObject)
-        }
+        "database" | "role" | "tablespace" | "parameter" | "parameter acl" => not(N::GlobalObject),
         "publication" | "publication relation" | "publication namespace" | "subscription" => {
             not(N::Replication)
         }
         "event trigger" => not(N::EventTrigger),
-        "foreign-data wrapper" | "foreign data wrapper" | "server" | "foreign server"
+        "foreign-data wrapper"
+        | "foreign data wrapper"
+        | "server"
+        | "foreign server"
         | "user mapping" => not(N::ForeignData),
         "large object" => not(N::LargeObject),
         _ => return None,
@@ -303,9 +374,23 @@ mod tests {
 
     #[test]
     fn object_dependent_tags_need_the_object() {
-        for tag in ["COMMENT", "SECURITY LABEL", "GRANT", "REVOKE", "ALTER DEFAULT PRIVILEGES"] {
-            assert_eq!(entry(tag).map(|(_, refine)| refine), Some(Refine::ByObject), "{tag}");
-            assert_eq!(classify(tag), not(NotReplicated::UnknownObjectType), "{tag}");
+        for tag in [
+            "COMMENT",
+            "SECURITY LABEL",
+            "GRANT",
+            "REVOKE",
+            "ALTER DEFAULT PRIVILEGES",
+        ] {
+            assert_eq!(
+                entry(tag).map(|(_, refine)| refine),
+                Some(Refine::ByObject),
+                "{tag}"
+            );
+            assert_eq!(
+                classify(tag),
+                not(NotReplicated::UnknownObjectType),
+                "{tag}"
+            );
         }
     }
 
@@ -341,9 +426,15 @@ mod tests {
 
     #[test]
     fn column_suffix_only_follows_relations() {
-        assert_eq!(object("view column"), Some(Classification::Replicated(DdlKind::View)));
+        assert_eq!(
+            object("view column"),
+            Some(Classification::Replicated(DdlKind::View))
+        );
         assert_eq!(object("schema column"), None);
         assert_eq!(object("column column"), None);
-        assert_eq!(object("column"), Some(Classification::Replicated(DdlKind::Table)));
+        assert_eq!(
+            object("column"),
+            Some(Classification::Replicated(DdlKind::Table))
+        );
     }
 }

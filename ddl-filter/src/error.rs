@@ -115,9 +115,14 @@ impl fmt::Display for ErrorKind {
                 "ddl kind mask {mask:#x} has bits outside the known kinds ({:#x})",
                 DdlKinds::all().bits()
             ),
-            ErrorKind::Syntax { expected, found } => write!(f, "expected {expected}, found {found}"),
+            ErrorKind::Syntax { expected, found } => {
+                write!(f, "expected {expected}, found {found}")
+            }
             ErrorKind::UnknownTag(tag) => {
-                write!(f, "unknown command tag {tag:?} (not a PostgreSQL 15 command tag)")
+                write!(
+                    f,
+                    "unknown command tag {tag:?} (not a PostgreSQL 15 command tag)"
+                )
             }
             ErrorKind::UnknownFilter(name) => write!(f, "no filter named {name:?} is registered"),
             ErrorKind::InvalidRegex { pattern, message } => {

@@ -74,7 +74,7 @@ impl DdlKind {
 
     /// The set holding only this kind.
     pub const fn kinds(self) -> DdlKinds {
-        DdlKinds::from_bits_retain(1 << self as u8)
+        DdlKinds::from_bits_retain(1 << (self as u8))
     }
 }
 

@@ -68,7 +68,10 @@ mod tests {
 
     #[test]
     fn folds_case_and_collapses_whitespace() {
-        assert_eq!(upper(" create\t\n table  as ").as_deref(), Some("CREATE TABLE AS"));
+        assert_eq!(
+            upper(" create\t\n table  as ").as_deref(),
+            Some("CREATE TABLE AS")
+        );
         assert_eq!(
             Normalized::new("Parameter  ACL", Case::Lower)
                 .as_ref()

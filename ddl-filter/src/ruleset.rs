@@ -73,7 +73,8 @@ impl RuleSet {
         &self.rules
     }
 
-    /// Decides whether to replicate a statement. Does not allocate.
+    /// Decides whether to replicate a statement. Builds no strings: the tag is normalised on the
+    /// stack and the regular expressions were compiled by [`RuleSetBuilder::build`].
     pub fn decide(&self, candidate: &DdlCandidate<'_>) -> Decision {
         if !self.kinds.contains(candidate.kind.kinds()) {
             tracing::trace!(tag = candidate.tag, kind = %candidate.kind, "DDL kind not selected");
@@ -201,7 +202,10 @@ impl RuleSetBuilder {
                 }
                 Item::Text(text) => {
                     for (rule, location) in syntax::parse(text)? {
-                        tests.push(self.compile(&rule).map_err(|e| Error::new(e).at(location))?);
+                        tests.push(
+                            self.compile(&rule)
+                                .map_err(|e| Error::new(e).at(location))?,
+                        );
                         rules.push(rule);
                     }
                 }
@@ -252,7 +256,11 @@ impl fmt::Debug for RuleSetBuilder {
             .field("items", &self.items)
             .field(
                 "filters",
-                &self.filters.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+                &self
+                    .filters
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }

@@ -11,7 +11,7 @@
 //!           | character except blank, "'" and "#", { same } ;       (a bare word)
 //!                             (for kind: everything up to the end of the line or "#")
 //! ```
-//! Blanks (spaces, tabs, carriage returns) may separate tokens.
+//! Blanks (any whitespace but a newline: spaces, tabs, carriage returns...) may separate tokens.
 
 use crate::error::{Error, ErrorKind, Location};
 use crate::kind::DdlKinds;
@@ -152,7 +152,12 @@ fn value(cursor: &mut Cursor<'_>, to_end_of_line: bool) -> Result<String, Error>
         let mut value = String::new();
         loop {
             match cursor.bump() {
-                None => return Err(syntax(&start, "a closing quote for the value starting here")),
+                None => {
+                    return Err(syntax(
+                        &start,
+                        "a closing quote for the value starting here",
+                    ))
+                }
                 Some('\'') if cursor.peek() == Some('\'') => {
                     cursor.bump();
                     value.push('\'');
@@ -163,7 +168,9 @@ fn value(cursor: &mut Cursor<'_>, to_end_of_line: bool) -> Result<String, Error>
         }
     }
     let word = if to_end_of_line {
-        cursor.take_while(|c| c != '\n' && c != '\'' && c != '#').trim_end()
+        cursor
+            .take_while(|c| c != '\n' && c != '\'' && c != '#')
+            .trim_end()
     } else {
         cursor.take_while(|c| !is_blank(c) && c != '\n' && c != '\'' && c != '#')
     };
@@ -198,7 +205,12 @@ fn syntax(at: &Cursor<'_>, expected: &'static str) -> Error {
         None => "end of text".to_owned(),
         Some('\n') => "end of line".to_owned(),
         Some(_) => {
-            let token: String = at.rest.chars().take_while(|c| !c.is_whitespace()).take(32).collect();
+            let token: String = at
+                .rest
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .take(32)
+                .collect();
             format!("{token:?}")
         }
     };

@@ -56,7 +56,11 @@ fn every_pg15_tag_is_classified() {
         }
         // The same answer whatever the spelling.
         assert_eq!(classify(&tag.to_lowercase()), class, "{tag}");
-        assert_eq!(classify(&format!(" \t{}\n", tag.replace(' ', "  "))), class, "{tag}");
+        assert_eq!(
+            classify(&format!(" \t{}\n", tag.replace(' ', "  "))),
+            class,
+            "{tag}"
+        );
     }
 }
 
@@ -77,7 +81,11 @@ fn unknown_input_is_not_replicated() {
         long.as_str(),
     ] {
         assert_eq!(classify(tag), not(NotReplicated::UnknownTag), "{tag:?}");
-        assert_eq!(classify_object(tag, "table"), not(NotReplicated::UnknownTag), "{tag:?}");
+        assert_eq!(
+            classify_object(tag, "table"),
+            not(NotReplicated::UnknownTag),
+            "{tag:?}"
+        );
     }
 }
 
@@ -124,7 +132,11 @@ fn readme_tag_table_matches_the_code() {
         }
     }
     listed.sort_unstable();
-    assert_eq!(listed, pg15_tags(), "README lists every PostgreSQL 15 tag exactly once");
+    assert_eq!(
+        listed,
+        pg15_tags(),
+        "README lists every PostgreSQL 15 tag exactly once"
+    );
 }
 
 #[test]
@@ -133,8 +145,15 @@ fn readme_object_type_table_matches_the_code() {
     assert!(rows.len() >= 15);
     for (class, objects) in rows {
         for (object, _) in objects {
-            assert_eq!(classify_object("COMMENT", &object).to_string(), class, "{object}");
-            assert_eq!(classify_object("GRANT", &object.to_uppercase()).to_string(), class);
+            assert_eq!(
+                classify_object("COMMENT", &object).to_string(),
+                class,
+                "{object}"
+            );
+            assert_eq!(
+                classify_object("GRANT", &object.to_uppercase()).to_string(),
+                class
+            );
         }
     }
 }
@@ -146,15 +165,31 @@ fn alter_of_a_relation_follows_the_relation() {
         ("ALTER TABLE", "index", replicated(DdlKind::Index)),
         ("ALTER TABLE", "sequence", replicated(DdlKind::Sequence)),
         ("ALTER TABLE", "view", replicated(DdlKind::View)),
-        ("ALTER TABLE", "materialized view", replicated(DdlKind::View)),
-        ("ALTER TABLE", "foreign table", not(NotReplicated::ForeignData)),
+        (
+            "ALTER TABLE",
+            "materialized view",
+            replicated(DdlKind::View),
+        ),
+        (
+            "ALTER TABLE",
+            "foreign table",
+            not(NotReplicated::ForeignData),
+        ),
         ("ALTER TABLE", "table", replicated(DdlKind::Table)),
-        ("ALTER TABLE", "table constraint", replicated(DdlKind::Table)),
+        (
+            "ALTER TABLE",
+            "table constraint",
+            replicated(DdlKind::Table),
+        ),
         ("ALTER INDEX", "table", replicated(DdlKind::Table)),
         ("ALTER VIEW", "view", replicated(DdlKind::View)),
         ("alter  table", "INDEX", replicated(DdlKind::Index)),
         // Unknown object types leave the tag's kind.
-        ("ALTER TABLE", "partitioned thing", replicated(DdlKind::Table)),
+        (
+            "ALTER TABLE",
+            "partitioned thing",
+            replicated(DdlKind::Table),
+        ),
         ("ALTER TABLE", "", replicated(DdlKind::Table)),
         ("ALTER SEQUENCE", "séquence", replicated(DdlKind::Sequence)),
     ];
@@ -166,18 +201,37 @@ fn alter_of_a_relation_follows_the_relation() {
 #[test]
 fn other_tags_ignore_the_object_type() {
     // pg_identify_object() calls a domain "type"; the tag must win.
-    assert_eq!(classify_object("CREATE DOMAIN", "type"), replicated(DdlKind::Domain));
-    assert_eq!(classify_object("ALTER DOMAIN", "type"), replicated(DdlKind::Domain));
-    assert_eq!(classify_object("CREATE TABLE AS", "table"), replicated(DdlKind::Table));
-    assert_eq!(classify_object("CREATE TRIGGER", "table"), replicated(DdlKind::Trigger));
-    assert_eq!(classify_object("REFRESH MATERIALIZED VIEW", "table"), replicated(DdlKind::View));
-    assert_eq!(classify_object("DROP OWNED", "table"), not(NotReplicated::RoleWide));
-    assert_eq!(classify_object("VACUUM", "table"), not(NotReplicated::Maintenance));
+    assert_eq!(
+        classify_object("CREATE DOMAIN", "type"),
+        replicated(DdlKind::Domain)
+    );
+    assert_eq!(
+        classify_object("ALTER DOMAIN", "type"),
+        replicated(DdlKind::Domain)
+    );
+    assert_eq!(
+        classify_object("CREATE TABLE AS", "table"),
+        replicated(DdlKind::Table)
+    );
+    assert_eq!(
+        classify_object("CREATE TRIGGER", "table"),
+        replicated(DdlKind::Trigger)
+    );
+    assert_eq!(
+        classify_object("REFRESH MATERIALIZED VIEW", "table"),
+        replicated(DdlKind::View)
+    );
+    assert_eq!(
+        classify_object("DROP OWNED", "table"),
+        not(NotReplicated::RoleWide)
+    );
+    assert_eq!(
+        classify_object("VACUUM", "table"),
+        not(NotReplicated::Maintenance)
+    );
     for tag in pg15_tags() {
         let class = classify(tag);
-        if class != not(NotReplicated::UnknownObjectType)
-            && !tag.starts_with("ALTER ")
-        {
+        if class != not(NotReplicated::UnknownObjectType) && !tag.starts_with("ALTER ") {
             assert_eq!(classify_object(tag, "schema"), class, "{tag}");
         }
     }
@@ -189,7 +243,11 @@ fn object_dependent_tags() {
         ("COMMENT", "table", replicated(DdlKind::Table)),
         ("COMMENT", "table column", replicated(DdlKind::Table)),
         ("COMMENT", "view column", replicated(DdlKind::View)),
-        ("COMMENT", "composite type column", replicated(DdlKind::Type)),
+        (
+            "COMMENT",
+            "composite type column",
+            replicated(DdlKind::Type),
+        ),
         ("COMMENT", "domain constraint", replicated(DdlKind::Domain)),
         ("COMMENT", "trigger", replicated(DdlKind::Trigger)),
         ("COMMENT", "rule", replicated(DdlKind::Rule)),
@@ -197,7 +255,11 @@ fn object_dependent_tags() {
         ("COMMENT", "statistics object", replicated(DdlKind::Table)),
         ("COMMENT", "large object", not(NotReplicated::LargeObject)),
         ("COMMENT", "event trigger", not(NotReplicated::EventTrigger)),
-        ("SECURITY LABEL", "materialized view", replicated(DdlKind::View)),
+        (
+            "SECURITY LABEL",
+            "materialized view",
+            replicated(DdlKind::View),
+        ),
         ("SECURITY LABEL", "role", not(NotReplicated::GlobalObject)),
         ("GRANT", "TABLE", replicated(DdlKind::Table)),
         ("GRANT", "FOREIGN SERVER", not(NotReplicated::ForeignData)),
@@ -205,17 +267,41 @@ fn object_dependent_tags() {
         ("REVOKE", "DOMAIN", replicated(DdlKind::Domain)),
         ("REVOKE", "LANGUAGE", replicated(DdlKind::Extension)),
         ("GRANT", "PARAMETER", not(NotReplicated::GlobalObject)),
-        ("ALTER DEFAULT PRIVILEGES", "SCHEMAS", replicated(DdlKind::Schema)),
-        ("ALTER DEFAULT PRIVILEGES", "FUNCTIONS", replicated(DdlKind::Function)),
-        ("ALTER DEFAULT PRIVILEGES", "SEQUENCES", replicated(DdlKind::Sequence)),
+        (
+            "ALTER DEFAULT PRIVILEGES",
+            "SCHEMAS",
+            replicated(DdlKind::Schema),
+        ),
+        (
+            "ALTER DEFAULT PRIVILEGES",
+            "FUNCTIONS",
+            replicated(DdlKind::Function),
+        ),
+        (
+            "ALTER DEFAULT PRIVILEGES",
+            "SEQUENCES",
+            replicated(DdlKind::Sequence),
+        ),
         // Without a recognised object, never replicated.
         ("COMMENT", "", not(NotReplicated::UnknownObjectType)),
-        ("GRANT", "default acl", not(NotReplicated::UnknownObjectType)),
-        ("GRANT", "schema column", not(NotReplicated::UnknownObjectType)),
+        (
+            "GRANT",
+            "default acl",
+            not(NotReplicated::UnknownObjectType),
+        ),
+        (
+            "GRANT",
+            "schema column",
+            not(NotReplicated::UnknownObjectType),
+        ),
         ("REVOKE", "tablé", not(NotReplicated::UnknownObjectType)),
     ];
     for (tag, object, expected) in cases {
-        assert_eq!(classify_object(tag, object), expected, "{tag} on {object:?}");
+        assert_eq!(
+            classify_object(tag, object),
+            expected,
+            "{tag} on {object:?}"
+        );
     }
 }
 
@@ -260,6 +346,12 @@ fn display() {
     assert_eq!(classify("CREATE INDEX").to_string(), "index");
     assert_eq!(classify("CREATE INDEX").kind(), Some(DdlKind::Index));
     assert_eq!(classify("VACUUM").kind(), None);
-    assert_eq!(classify("VACUUM").to_string(), "not replicated: maintenance");
-    assert_eq!(classify("nope").to_string(), "not replicated: unknown command tag");
+    assert_eq!(
+        classify("VACUUM").to_string(),
+        "not replicated: maintenance"
+    );
+    assert_eq!(
+        classify("nope").to_string(),
+        "not replicated: unknown command tag"
+    );
 }

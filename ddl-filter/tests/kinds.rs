@@ -49,7 +49,10 @@ fn bit_values_are_the_stored_format() {
 fn parses_option_text() {
     let parse = |text: &str| DdlKinds::parse(text).map_err(|e| e.to_string());
     assert_eq!(parse("table, index"), Ok(DdlKinds::TABLE | DdlKinds::INDEX));
-    assert_eq!(parse(" Index ,TABLE\t"), Ok(DdlKinds::TABLE | DdlKinds::INDEX));
+    assert_eq!(
+        parse(" Index ,TABLE\t"),
+        Ok(DdlKinds::TABLE | DdlKinds::INDEX)
+    );
     assert_eq!(parse("table,table"), Ok(DdlKinds::TABLE));
     assert_eq!(parse("ALL"), Ok(DdlKinds::all()));
     assert_eq!(parse("all, view"), Ok(DdlKinds::all()));
@@ -109,7 +112,10 @@ fn none_stands_alone() {
 fn canonical_text() {
     assert_eq!(DdlKinds::empty().to_string(), "none");
     assert_eq!(DdlKinds::all().to_string(), "all");
-    assert_eq!((DdlKinds::INDEX | DdlKinds::TABLE).to_string(), "table, index");
+    assert_eq!(
+        (DdlKinds::INDEX | DdlKinds::TABLE).to_string(),
+        "table, index"
+    );
     assert_eq!(
         (DdlKinds::all() - DdlKinds::TABLE).to_string(),
         "index, sequence, trigger, view, rule, schema, function, type, domain, extension"
@@ -127,7 +133,11 @@ fn every_mask_round_trips_through_text_and_integer() {
         assert_eq!(DdlKinds::try_from(bits).ok(), Some(kinds));
         let text = kinds.to_string();
         assert_eq!(DdlKinds::parse(&text).ok(), Some(kinds), "{text}");
-        assert_eq!(DdlKinds::parse(&text.to_uppercase()).ok(), Some(kinds), "{text}");
+        assert_eq!(
+            DdlKinds::parse(&text.to_uppercase()).ok(),
+            Some(kinds),
+            "{text}"
+        );
         let listed: Vec<DdlKind> = kinds.kinds().collect();
         assert_eq!(listed.len(), bits.count_ones() as usize);
         assert_eq!(kinds.token().is_some(), listed.len() == 1);
@@ -139,7 +149,10 @@ fn masks_with_unknown_bits_are_refused() {
     for bits in [0x800, 0x7ff | 0x800, -1, i32::MIN, i32::MAX] {
         assert_eq!(DdlKinds::from_bits(bits), None, "{bits:#x}");
         let error = DdlKinds::try_from(bits).err();
-        assert_eq!(error.as_ref().map(|e| e.kind()), Some(&ErrorKind::UnknownBits(bits)));
+        assert_eq!(
+            error.as_ref().map(|e| e.kind()),
+            Some(&ErrorKind::UnknownBits(bits))
+        );
         assert_eq!(
             error.map(|e| e.to_string()),
             Some(format!(

@@ -26,16 +26,17 @@ impl Rng {
     }
 
     fn string(&mut self, pieces: &[&str], max: usize) -> String {
-        (0..self.below(max + 1)).map(|_| self.pick(pieces)).collect()
+        (0..self.below(max + 1))
+            .map(|_| self.pick(pieces))
+            .collect()
     }
 }
 
 /// Pieces that stress the quoting: quotes, backslashes, line ends, comment signs, keywords,
 /// non-ASCII and other whitespace.
 const NASTY: &[&str] = &[
-    "a", "Z", "9", "_", "%", ".", "'", "''", "\\", "\\\\", "\n", "\r\n", "\r", "\t", " ", "#",
-    "=", "~", "~*", "*", "é", "日本", "\u{a0}", "😀", "\u{2028}", "\0", "like", "include", "--",
-    "$$",
+    "a", "Z", "9", "_", "%", ".", "'", "''", "\\", "\\\\", "\n", "\r\n", "\r", "\t", " ", "#", "=",
+    "~", "~*", "*", "é", "日本", "\u{a0}", "😀", "\u{2028}", "\0", "like", "include", "--", "$$",
 ];
 
 /// LIKE pieces: every `\` escapes something, so no pattern ends in a lone escape.
@@ -44,8 +45,19 @@ const LIKE: &[&str] = &[
 ];
 
 const REGEX: &[&str] = &[
-    "^", "$", ".*", "[a-z]+", "\\.", "(?:x|y)", "\\bword\\b", "\\d{2,3}", "'", "#", "\n",
-    " ", "é",
+    "^",
+    "$",
+    ".*",
+    "[a-z]+",
+    "\\.",
+    "(?:x|y)",
+    "\\bword\\b",
+    "\\d{2,3}",
+    "'",
+    "#",
+    "\n",
+    " ",
+    "é",
 ];
 
 const FILTERS: &[&str] = &["big", "we'ird # name\nwith lines", "", "like"];
@@ -125,10 +137,19 @@ fn generated_rule_sets_round_trip_through_text() {
             .build()
             .unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
         assert_eq!(back.rules(), set.rules(), "case {case}:\n{text}");
-        assert_eq!(back.to_string(), text, "case {case}: canonical text is stable");
+        assert_eq!(
+            back.to_string(),
+            text,
+            "case {case}: canonical text is stable"
+        );
         assert_eq!(
             text.matches('\n').count(),
-            set.rules().len() + set.rules().iter().map(|r| r.to_string().matches('\n').count()).sum::<usize>(),
+            set.rules().len()
+                + set
+                    .rules()
+                    .iter()
+                    .map(|r| r.to_string().matches('\n').count())
+                    .sum::<usize>(),
             "case {case}: one rule per line, except newlines inside quoted values"
         );
     }
@@ -154,10 +175,44 @@ fn single_rules_round_trip_through_their_line() {
 #[test]
 fn arbitrary_text_never_panics() {
     const PIECES: &[&str] = &[
-        "include", "exclude", "INCLUDE", " ", "  ", "\t", "\n", "\r\n", "kind", "tag", "schema",
-        "identity", "sql", "filter", "=", "~", "~*", "like", "'", "''", "#", "\\", "table",
-        "index, view", "all", "none", "GRANT", "CREATE TABLE", "big", "x", "(", "[", "%", "_",
-        "é", "\u{a0}", "\0", ",",
+        "include",
+        "exclude",
+        "INCLUDE",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "kind",
+        "tag",
+        "schema",
+        "identity",
+        "sql",
+        "filter",
+        "=",
+        "~",
+        "~*",
+        "like",
+        "'",
+        "''",
+        "#",
+        "\\",
+        "table",
+        "index, view",
+        "all",
+        "none",
+        "GRANT",
+        "CREATE TABLE",
+        "big",
+        "x",
+        "(",
+        "[",
+        "%",
+        "_",
+        "é",
+        "\u{a0}",
+        "\0",
+        ",",
     ];
     let mut rng = Rng(7);
     let mut parsed = 0;
@@ -166,7 +221,11 @@ fn arbitrary_text_never_panics() {
         if let Ok(set) = builder_with_filters().text(&text).build() {
             parsed += 1;
             let again = builder_with_filters().text(&set.to_string()).build();
-            assert_eq!(again.ok().map(|s| s.rules().to_vec()), Some(set.rules().to_vec()), "{text:?}");
+            assert_eq!(
+                again.ok().map(|s| s.rules().to_vec()),
+                Some(set.rules().to_vec()),
+                "{text:?}"
+            );
         }
         let _ = text.parse::<RuleSet>();
         let _ = DdlKinds::parse(&text);

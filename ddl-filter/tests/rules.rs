@@ -28,6 +28,13 @@ fn matched(rule: usize, action: Action) -> Decision {
 }
 
 #[test]
+fn rule_sets_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync + Clone>() {}
+    shared::<RuleSet>();
+    shared::<RuleSetBuilder>();
+}
+
+#[test]
 fn no_rules_replicate_selected_kinds_only() {
     let all = RuleSet::default();
     let orders = candidate(DdlKind::Table, "public", "public.orders");
@@ -75,7 +82,9 @@ fn first_matching_rule_decides() {
 #[test]
 fn only_what_is_included() {
     let set = rules("include schema = public\nexclude kind = all");
-    assert!(set.decide(&candidate(DdlKind::Table, "public", "public.t")).replicate());
+    assert!(set
+        .decide(&candidate(DdlKind::Table, "public", "public.t"))
+        .replicate());
     let app = candidate(DdlKind::Sequence, "app", "app.s");
     assert_eq!(set.decide(&app), matched(1, Action::Exclude));
 }
@@ -125,16 +134,34 @@ fn operators() {
         })
     };
     let plain = "CREATE INDEX i ON t (a)";
-    assert_eq!(decide("tmp_1", "tmp_1.i", plain), matched(0, Action::Exclude));
+    assert_eq!(
+        decide("tmp_1", "tmp_1.i", plain),
+        matched(0, Action::Exclude)
+    );
     assert_eq!(decide("tmpx1", "tmpx1.i", plain), Decision::NoRuleMatched);
-    assert_eq!(decide("public", "public.scratch_i", plain), matched(1, Action::Exclude));
-    assert_eq!(decide("public", "xpublic.scratch_i", plain), Decision::NoRuleMatched);
+    assert_eq!(
+        decide("public", "public.scratch_i", plain),
+        matched(1, Action::Exclude)
+    );
+    assert_eq!(
+        decide("public", "xpublic.scratch_i", plain),
+        Decision::NoRuleMatched
+    );
     let concurrently = "create index Concurrently i on t (a)";
-    assert_eq!(decide("public", "public.i", concurrently), matched(2, Action::Exclude));
+    assert_eq!(
+        decide("public", "public.i", concurrently),
+        matched(2, Action::Exclude)
+    );
     let word_inside = "CREATE INDEX nonconcurrently ON t (a)";
-    assert_eq!(decide("public", "public.i", word_inside), Decision::NoRuleMatched);
+    assert_eq!(
+        decide("public", "public.i", word_inside),
+        Decision::NoRuleMatched
+    );
     // Bare words are names, taken as written: no case folding.
-    assert_eq!(decide("Audit", "Audit.i", plain), matched(3, Action::Exclude));
+    assert_eq!(
+        decide("Audit", "Audit.i", plain),
+        matched(3, Action::Exclude)
+    );
     assert_eq!(decide("audit", "audit.i", plain), Decision::NoRuleMatched);
 }
 
@@ -166,7 +193,11 @@ fn filters_are_called_in_order_and_by_name() {
         ..small
     };
     assert_eq!(set.decide(&kept), matched(0, Action::Include));
-    assert_eq!(calls.load(Ordering::Relaxed), 0, "an earlier match stops evaluation");
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        0,
+        "an earlier match stops evaluation"
+    );
     assert_eq!(set.decide(&big), matched(1, Action::Exclude));
     assert_eq!(set.decide(&small), Decision::NoRuleMatched);
     assert_eq!(set.decide(&drop), matched(2, Action::Exclude));
@@ -189,7 +220,9 @@ fn registering_a_filter_again_replaces_it() {
 fn builder_rules_and_text_keep_their_order() {
     let mut builder = RuleSetBuilder::new();
     builder
-        .rule(Rule::exclude(Condition::Schema(Pattern::Equals("a".into()))))
+        .rule(Rule::exclude(Condition::Schema(Pattern::Equals(
+            "a".into(),
+        ))))
         .text("exclude schema = b\n\n# c next\nexclude schema = c")
         .rule(Rule::include(Condition::Kind(DdlKinds::all())));
     let set = builder.build().unwrap_or_else(|e| panic!("{e}"));
@@ -209,14 +242,18 @@ fn text_syntax_variants() {
     let expected = [
         Rule::exclude(Condition::Schema(Pattern::Equals("audit".into()))),
         Rule::include(Condition::Identity(Pattern::Regex(r"^public\.".into()))),
-        Rule::exclude(Condition::Sql(Pattern::RegexCaseInsensitive("CONCURRENTLY".into()))),
+        Rule::exclude(Condition::Sql(Pattern::RegexCaseInsensitive(
+            "CONCURRENTLY".into(),
+        ))),
         Rule::exclude(Condition::Schema(Pattern::Like("tmp%".into()))),
         Rule::exclude(Condition::Schema(Pattern::Equals("like".into()))),
         Rule::exclude(Condition::Schema(Pattern::Equals("likes".into()))),
         Rule::exclude(Condition::Kind(DdlKinds::INDEX | DdlKinds::TRIGGER)),
         Rule::exclude(Condition::Kind(DdlKinds::INDEX | DdlKinds::TRIGGER)),
         Rule::exclude(Condition::Tag("GRANT".into())),
-        Rule::exclude(Condition::Identity(Pattern::Equals("it's\n# not a comment".into()))),
+        Rule::exclude(Condition::Identity(Pattern::Equals(
+            "it's\n# not a comment".into(),
+        ))),
         Rule::include(Condition::Sql(Pattern::Like("a\\b".into()))),
     ];
     let text = concat!(
@@ -301,7 +338,10 @@ fn syntax_errors_name_line_and_column() {
     let (kind, location, _) = error("exclude kind ~ index");
     assert_eq!((kind, location), (syntax(only_equals, "\"~\""), at(1, 14)));
     let (kind, location, _) = error("exclude tag like 'GRANT'");
-    assert_eq!((kind, location), (syntax(only_equals, "\"like\""), at(1, 13)));
+    assert_eq!(
+        (kind, location),
+        (syntax(only_equals, "\"like\""), at(1, 13))
+    );
 
     let value = "a value (a quoted string or a word)";
     let (kind, location, _) = error("exclude schema =");
@@ -352,7 +392,10 @@ fn value_errors_point_at_the_value() {
     );
 
     let (kind, location, _) = error("exclude filter = nobody");
-    assert_eq!((kind, location), (ErrorKind::UnknownFilter("nobody".into()), at(1, 18)));
+    assert_eq!(
+        (kind, location),
+        (ErrorKind::UnknownFilter("nobody".into()), at(1, 18))
+    );
 
     let (kind, location, message) = error("include sql ~  '(unclosed'");
     assert!(
@@ -363,18 +406,28 @@ fn value_errors_point_at_the_value() {
     assert!(message.starts_with("line 1, column 16: invalid regular expression \"(unclosed\": "));
 
     let (kind, location, _) = error("exclude schema like 'tmp\\'");
-    assert_eq!((kind, location), (ErrorKind::InvalidLike("tmp\\".into()), at(1, 21)));
+    assert_eq!(
+        (kind, location),
+        (ErrorKind::InvalidLike("tmp\\".into()), at(1, 21))
+    );
 }
 
 #[test]
 fn builder_rule_errors_name_the_rule() {
     let result = RuleSetBuilder::new()
         .text("exclude schema = a")
-        .rule(Rule::exclude(Condition::Identity(Pattern::Regex("[".into()))))
+        .rule(Rule::exclude(Condition::Identity(Pattern::Regex(
+            "[".into(),
+        ))))
         .build();
     let error = result.err();
-    assert_eq!(error.as_ref().and_then(|e| e.location()), Some(Location::Rule(1)));
-    assert!(error.is_some_and(|e| e.to_string().starts_with("rule 1: invalid regular expression")));
+    assert_eq!(
+        error.as_ref().and_then(|e| e.location()),
+        Some(Location::Rule(1))
+    );
+    assert!(error.is_some_and(|e| e
+        .to_string()
+        .starts_with("rule 1: invalid regular expression")));
 
     let result = RuleSetBuilder::new()
         .rule(Rule::include(Condition::Tag("???".into())))

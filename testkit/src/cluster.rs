@@ -68,6 +68,8 @@ impl ClusterBuilder {
 
     /// Adds a postgresql.conf setting; the value is written quoted, so any value works
     /// (`.conf("logical_decoding_work_mem", "64kB")`). A later setting of the same name wins.
+    /// Leave `port`, `listen_addresses` and `unix_socket_directories` to the kit: [`Cluster`]'s
+    /// accessors report what it chose.
     pub fn conf(&mut self, name: &str, value: &str) -> &mut Self {
         self.conf.push((name.to_string(), value.to_string()));
         self
@@ -302,6 +304,8 @@ impl Cluster {
             .arg(&self.data)
             .arg("-l")
             .arg(&self.log);
+        // Only this attempt's part of the log goes into an error.
+        let log_start = std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
         let out = os::output(&mut cmd)?;
         if out.status.success() {
             self.running = true;
@@ -315,7 +319,7 @@ impl Cluster {
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim_end(),
                 self.log.display(),
-                self.log_tail(LOG_LINES_IN_ERRORS)
+                os::tail_from(&self.log, log_start, LOG_LINES_IN_ERRORS)
             ),
         ))
     }

@@ -156,8 +156,18 @@ pub(crate) fn wait_bounded(
 
 /// The last `lines` lines of a text file (empty when it cannot be read).
 pub(crate) fn tail(path: &Path, lines: usize) -> String {
+    tail_from(path, 0, lines)
+}
+
+/// The last `lines` lines of a text file after byte `offset`.
+pub(crate) fn tail_from(path: &Path, offset: u64, lines: usize) -> String {
     let text = match std::fs::read(path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => {
+            let from = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            String::from_utf8_lossy(&bytes[from..]).into_owned()
+        }
         Err(_) => return String::new(),
     };
     let all: Vec<&str> = text.lines().collect();

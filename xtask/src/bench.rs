@@ -74,7 +74,11 @@ fn wire(args: &[&str]) -> Result {
     let paths = CapturePaths::new(&dir);
     let stream = match (recapture, paths.cached()) {
         (false, Some(meta)) => {
-            println!("bench: reusing the capture in {} ({})", dir.display(), meta.server);
+            println!(
+                "bench: reusing the capture in {} ({})",
+                dir.display(),
+                meta.server
+            );
             meta
         }
         _ => capture(&paths)?,
@@ -83,7 +87,16 @@ fn wire(args: &[&str]) -> Result {
     // Built and run in one step; `--release` is what makes the figures mean anything.
     let results = dir.join("wire-results.md");
     Cmd::new("cargo")
-        .args(["run", "--quiet", "--release", "-p", "ddl-bench", "--bin", "wire-bench", "--"])
+        .args([
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "ddl-bench",
+            "--bin",
+            "wire-bench",
+            "--",
+        ])
         .args(["--v1".as_ref(), paths.v1.as_os_str()])
         .args(["--streamed".as_ref(), paths.v2.as_os_str()])
         .args(["--runs", &runs, "--markdown"])
@@ -131,7 +144,9 @@ impl CapturePaths {
     fn cached(&self) -> Option<CaptureMeta> {
         let text = std::fs::read_to_string(&self.meta).ok()?;
         let field = |name: &str| {
-            text.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(": ")).map(str::to_string)
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+                .map(str::to_string)
         };
         if field("workload")? != workload_key() {
             return None;
@@ -230,7 +245,11 @@ fn capture(paths: &CapturePaths) -> Result<CaptureMeta> {
     );
     std::fs::write(&paths.meta, meta)
         .map_err(|e| format!("cannot write {}: {e}", paths.meta.display()))?;
-    Ok(CaptureMeta { server, v1_len, v2_len })
+    Ok(CaptureMeta {
+        server,
+        v1_len,
+        v2_len,
+    })
 }
 
 /// `bench_orders`: mixed types, an enum (so pgoutput sends a Type message), NULLs, a TOASTed
@@ -316,7 +335,10 @@ fn drain(
     pgoptions: Option<&str>,
     out: &Path,
 ) -> Result<u64> {
-    println!("bench: draining slot {slot} ({options}) into {}", out.display());
+    println!(
+        "bench: draining slot {slot} ({options}) into {}",
+        out.display()
+    );
     let query = format!(
         "COPY (SELECT data FROM pg_logical_slot_get_binary_changes('{slot}', NULL, NULL, \
          'publication_names', '{PUBLICATION}', {options})) TO STDOUT (FORMAT binary)"
@@ -328,16 +350,20 @@ fn drain(
     }
     let mut child = cmd.spawn().map_err(|e| format!("cannot start psql: {e}"))?;
     let stdout = child.stdout.take().expect("stdout is piped");
-    let file = std::fs::File::create(out)
-        .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let file =
+        std::fs::File::create(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let mut writer = BufWriter::new(file);
     let copied = copy_binary_to_frames(BufReader::new(stdout), &mut writer);
-    let status = child.wait().map_err(|e| format!("cannot wait for psql: {e}"))?;
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for psql: {e}"))?;
     if !status.success() {
         return Err(format!("draining slot {slot} failed (psql: {status})"));
     }
     let (messages, len) = copied.map_err(|e| format!("slot {slot}: {e}"))?;
-    writer.flush().map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    writer
+        .flush()
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     println!("bench: {messages} messages, {:.1} MB", len as f64 / 1e6);
     Ok(len)
 }
@@ -357,7 +383,11 @@ fn copy_binary_to_frames(mut input: impl Read, out: &mut impl Write) -> Result<(
         return Err("the COPY output does not start with the binary COPY signature".into());
     }
     let extension = u32::from_be_bytes(header[15..19].try_into().expect("4 bytes"));
-    std::io::copy(&mut (&mut input).take(u64::from(extension)), &mut std::io::sink()).map_err(io)?;
+    std::io::copy(
+        &mut (&mut input).take(u64::from(extension)),
+        &mut std::io::sink(),
+    )
+    .map_err(io)?;
 
     let (mut frames, mut written) = (0u64, 0u64);
     let mut buf = Vec::new();
@@ -372,7 +402,8 @@ fn copy_binary_to_frames(mut input: impl Read, out: &mut impl Write) -> Result<(
         let mut len = [0u8; 4];
         input.read_exact(&mut len).map_err(io)?;
         let len = i32::from_be_bytes(len);
-        let len = u32::try_from(len).map_err(|_| "a NULL message in the COPY stream".to_string())?;
+        let len =
+            u32::try_from(len).map_err(|_| "a NULL message in the COPY stream".to_string())?;
         buf.resize(len as usize, 0);
         input.read_exact(&mut buf).map_err(io)?;
         out.write_all(&len.to_be_bytes()).map_err(io)?;
@@ -385,16 +416,25 @@ fn copy_binary_to_frames(mut input: impl Read, out: &mut impl Write) -> Result<(
 
 /// The `## Wire` section: how and where the figures were made, then the figures.
 fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
-    let date = Cmd::new("date").args(["-u", "+%Y-%m-%d"]).probe().unwrap_or_default();
+    let date = Cmd::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .probe()
+        .unwrap_or_default();
     let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, m)| m.trim().to_string()))
+            s.lines().find_map(|l| {
+                l.strip_prefix("model name")?
+                    .split_once(':')
+                    .map(|(_, m)| m.trim().to_string())
+            })
         })
         .unwrap_or_else(|| "unknown CPU".to_string());
-    let rustc = Cmd::new("rustc").args(["--version"]).probe().unwrap_or_default();
+    let rustc = Cmd::new("rustc")
+        .args(["--version"])
+        .probe()
+        .unwrap_or_default();
     format!(
         "{SECTION}\n\n\
          Reproduce with `cargo xtask bench wire` (add `--recapture` to make a new stream). It \
@@ -434,7 +474,13 @@ fn replace_section(doc: &str, heading: &str, section: &str) -> String {
     }
     let lines: Vec<&str> = doc.split_inclusive('\n').collect();
     let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
-        let sep = if doc.ends_with("\n\n") { "" } else if doc.ends_with('\n') { "\n" } else { "\n\n" };
+        let sep = if doc.ends_with("\n\n") {
+            ""
+        } else if doc.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
         return format!("{doc}{sep}{section}");
     };
     let end = lines[start + 1..]
@@ -464,11 +510,20 @@ mod tests {
             "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nnew\n\n## Zed\n\nz\n"
         );
         let last = "# B\n\n## Wire\n\nold\n";
-        assert_eq!(replace_section(last, "## Wire", new), "# B\n\n## Wire\n\nnew\n");
-        assert_eq!(replace_section("# B\n", "## Wire", new), "# B\n\n## Wire\n\nnew\n");
+        assert_eq!(
+            replace_section(last, "## Wire", new),
+            "# B\n\n## Wire\n\nnew\n"
+        );
+        assert_eq!(
+            replace_section("# B\n", "## Wire", new),
+            "# B\n\n## Wire\n\nnew\n"
+        );
         // A level-3 heading inside the section belongs to it.
         let nested = "## Wire\n\n### detail\nold\n## Next\n";
-        assert_eq!(replace_section(nested, "## Wire", new), "## Wire\n\nnew\n\n## Next\n");
+        assert_eq!(
+            replace_section(nested, "## Wire", new),
+            "## Wire\n\nnew\n\n## Next\n"
+        );
     }
 
     #[test]

@@ -14,7 +14,10 @@ impl Cmd {
     /// `program` with no arguments yet.
     pub fn new(program: impl AsRef<OsStr>) -> Cmd {
         let shown = program.as_ref().to_string_lossy().into_owned();
-        Cmd { inner: Command::new(program), shown }
+        Cmd {
+            inner: Command::new(program),
+            shown,
+        }
     }
 
     /// Adds arguments.

@@ -14,8 +14,8 @@
 //! Without `--check`, the capture goes to a temp directory, is checked (every message type, and
 //! the variants the workload is there for: old key, old tuple, unchanged TOAST, ...), and only
 //! then replaces the fixtures in `ddl-wire/tests/fixtures/`. With `--check`, the capture stays
-//! in the temp directory and is compared with the committed fixtures (same names, same options,
-//! the same sequence of message types), which must pass the same coverage check. LSNs, xids,
+//! in the temp directory and is compared with the committed fixtures (same names, same options;
+//! a different sequence of message types is only reported), which must pass the same coverage check. LSNs, xids,
 //! OIDs and timestamps differ from run to run, so bytes are not compared here; a check that
 //! parses and re-encodes every message belongs to ddl-wire and can be given [`capture`]'s list.
 //!
@@ -997,31 +997,27 @@ fn compare_with_committed(dir: &Path, captured: &[Fixture], messages: &[Vec<Vec<
     let committed_messages = read_all(&committed)?;
     print_summary(&committed, &committed_messages);
     check_coverage(&committed, &committed_messages)?;
+    // Where a large transaction starts streaming depends on the server's memory accounting, so
+    // another PostgreSQL build may cut the stream elsewhere: a different sequence is reported,
+    // not failed; coverage (above) is what must hold.
     for (c, m) in captured.iter().zip(messages) {
-        let i = committed
-            .iter()
-            .position(|f| f.name == c.name)
-            .expect("checked above");
+        let Some(i) = committed.iter().position(|f| f.name == c.name) else {
+            continue;
+        };
         let now: Vec<u8> = m.iter().map(|msg| msg[0]).collect();
         let then: Vec<u8> = committed_messages[i].iter().map(|msg| msg[0]).collect();
         if now != then {
             let at = now.iter().zip(&then).take_while(|(a, b)| a == b).count();
-            problems.push(format!(
-                "{}: the message sequence differs from the committed one at message {at} \
-                 ({} messages now, {} committed); run `cargo xtask golden`",
+            println!(
+                "note: {}: the message sequence differs from the committed one at message {at} \
+                 ({} messages now, {} committed); `cargo xtask golden` would refresh it",
                 c.name,
                 now.len(),
                 then.len()
-            ));
+            );
         }
     }
-    if !problems.is_empty() {
-        return Err(format!(
-            "golden --check failed:\n  {}",
-            problems.join("\n  ")
-        ));
-    }
-    println!("committed fixtures match the capture: names, meta, message sequences");
+    println!("committed fixtures match the capture: names, meta, coverage");
     Ok(())
 }
 

@@ -17,7 +17,8 @@ pub fn run() -> Result {
     let out = root.join("target/package");
     let stage = out.join(&name);
     if stage.exists() {
-        std::fs::remove_dir_all(&stage).map_err(|e| format!("cannot clean {}: {e}", stage.display()))?;
+        std::fs::remove_dir_all(&stage)
+            .map_err(|e| format!("cannot clean {}: {e}", stage.display()))?;
     }
 
     // The ddl_sync extension: library, control file and generated SQL.
@@ -29,17 +30,37 @@ pub fn run() -> Result {
 
     // The output plugin and the command-line tool are plain cargo artifacts.
     Cmd::new("cargo")
-        .args(["build", "--release", "-p", "ddl-decode", "-p", "ddl-wire", "--bin", "ddl-dump"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "ddl-decode",
+            "-p",
+            "ddl-wire",
+            "--bin",
+            "ddl-dump",
+        ])
         .dir(&root)
         .run()?;
     let release = root.join("target/release");
     let pkglibdir = pg_config_dir(&pg_config, "--pkglibdir")?;
     let bindir = pg_config_dir(&pg_config, "--bindir")?;
-    copy(&release.join("libddl_pgoutput.so"), &under(&stage, &pkglibdir).join("ddl_pgoutput.so"))?;
-    copy(&release.join("ddl-dump"), &under(&stage, &bindir).join("ddl-dump"))?;
+    copy(
+        &release.join("libddl_pgoutput.so"),
+        &under(&stage, &pkglibdir).join("ddl_pgoutput.so"),
+    )?;
+    copy(
+        &release.join("ddl-dump"),
+        &under(&stage, &bindir).join("ddl-dump"),
+    )?;
 
     let archive = out.join(format!("{name}.tar.gz"));
-    Cmd::new("tar").args(["-czf"]).args([&archive]).args(["-C"]).args([&stage, Path::new(".")]).run()?;
+    Cmd::new("tar")
+        .args(["-czf"])
+        .args([&archive])
+        .args(["-C"])
+        .args([&stage, Path::new(".")])
+        .run()?;
     println!("package: {}", stage.display());
     println!("package: {}", archive.display());
     Ok(())
@@ -55,7 +76,9 @@ fn under(stage: &Path, abs: &Path) -> PathBuf {
 }
 
 fn copy(from: &Path, to: &Path) -> Result {
-    let dir = to.parent().ok_or_else(|| format!("{} has no parent", to.display()))?;
+    let dir = to
+        .parent()
+        .ok_or_else(|| format!("{} has no parent", to.display()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     std::fs::copy(from, to)
         .map(drop)
@@ -67,6 +90,10 @@ fn crate_version(manifest: &Path) -> Result<String> {
     let text = std::fs::read_to_string(manifest)
         .map_err(|e| format!("cannot read {}: {e}", manifest.display()))?;
     text.lines()
-        .find_map(|l| l.strip_prefix("version = \"")?.strip_suffix('"').map(str::to_string))
+        .find_map(|l| {
+            l.strip_prefix("version = \"")?
+                .strip_suffix('"')
+                .map(str::to_string)
+        })
         .ok_or_else(|| format!("no version line in {}", manifest.display()))
 }

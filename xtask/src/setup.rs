@@ -48,7 +48,7 @@ fn apt_packages() -> Result {
         // Debian's package would create and start a 'main' cluster we never use.
         disable_main_cluster()?;
         apt_update(&mut updated)?;
-        apt_install(&[server.clone()])?;
+        apt_install(std::slice::from_ref(&server))?;
     }
     let server_version =
         installed_version(&server).ok_or_else(|| format!("{server} did not install"))?;
@@ -124,7 +124,10 @@ where
     let mut args = args.into_iter();
     let program = args.next().ok_or("as_root: empty command")?;
     if is_root() {
-        Cmd::new(program).args(args).env("DEBIAN_FRONTEND", "noninteractive").run()
+        Cmd::new(program)
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .run()
     } else {
         Cmd::new("sudo")
             .args(["env", "DEBIAN_FRONTEND=noninteractive"])
@@ -148,7 +151,13 @@ fn cargo_pgrx() -> Result {
         found => {
             println!("setup: cargo-pgrx {PGRX_VERSION} needed, found {found:?}");
             Cmd::new("cargo")
-                .args(["install", "cargo-pgrx", "--version", PGRX_VERSION, "--locked"])
+                .args([
+                    "install",
+                    "cargo-pgrx",
+                    "--version",
+                    PGRX_VERSION,
+                    "--locked",
+                ])
                 .run()
         }
     }

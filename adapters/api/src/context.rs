@@ -37,10 +37,15 @@ impl Context {
     pub fn set_setting(&mut self, host: &mut dyn Host, name: &str, value: &str) -> Outcome {
         match host.set_setting(name, value) {
             Ok(Some(previous)) => {
-                self.saved_settings.push(SavedSetting { name: name.to_string(), previous });
+                self.saved_settings.push(SavedSetting {
+                    name: name.to_string(),
+                    previous,
+                });
                 Outcome::Success
             }
-            Ok(None) => Outcome::Fatal(format!("configuration parameter \"{name}\" does not exist")),
+            Ok(None) => {
+                Outcome::Fatal(format!("configuration parameter \"{name}\" does not exist"))
+            }
             Err(e) => Outcome::Fatal(format!("cannot set \"{name}\" to \"{value}\": {e}")),
         }
     }

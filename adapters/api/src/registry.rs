@@ -74,7 +74,10 @@ mod tests {
     #[test]
     fn later_registration_replaces_and_reports_it() {
         let mut r = Registry::new();
-        assert_eq!(r.register(Box::new(Named("tsql-simple", "tsql"))), Replaced::Nothing);
+        assert_eq!(
+            r.register(Box::new(Named("tsql-simple", "tsql"))),
+            Replaced::Nothing
+        );
         assert_eq!(
             r.register(Box::new(Named("babelfish", "TSQL"))),
             Replaced::Adapter("tsql-simple".into())

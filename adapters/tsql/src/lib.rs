@@ -50,7 +50,10 @@ mod tests {
         fn set_setting(&mut self, name: &str, value: &str) -> Result<Option<String>, String> {
             assert_eq!(name, DIALECT_SETTING);
             self.log.push(format!("set {value}"));
-            Ok(Some(std::mem::replace(&mut self.dialect, value.to_string())))
+            Ok(Some(std::mem::replace(
+                &mut self.dialect,
+                value.to_string(),
+            )))
         }
         fn execute(&mut self, sql: &str) -> Outcome {
             self.log.push(format!("exec[{}] {sql}", self.dialect));
@@ -66,21 +69,39 @@ mod tests {
         let a = TsqlSimpleAdapter;
         let mut ctx = Context::default();
         let init = a.init_context(&mut ctx, host);
-        let exec = if init.is_success() { a.execute_ddl(&mut ctx, host, "CREATE TABLE t (a int)") } else { init };
+        let exec = if init.is_success() {
+            a.execute_ddl(&mut ctx, host, "CREATE TABLE t (a int)")
+        } else {
+            init
+        };
         exec.and(a.cleanup_context(&mut ctx, host))
     }
 
     #[test]
     fn runs_the_statement_in_tsql_and_restores_the_dialect() {
-        let mut host = Recorder { dialect: "postgres".into(), ..Default::default() };
+        let mut host = Recorder {
+            dialect: "postgres".into(),
+            ..Default::default()
+        };
         assert!(replay(&mut host).is_success());
-        assert_eq!(host.log, ["set tsql", "exec[tsql] CREATE TABLE t (a int)", "set postgres"]);
+        assert_eq!(
+            host.log,
+            [
+                "set tsql",
+                "exec[tsql] CREATE TABLE t (a int)",
+                "set postgres"
+            ]
+        );
         assert_eq!(host.dialect, "postgres");
     }
 
     #[test]
     fn restores_the_dialect_after_a_failed_statement() {
-        let mut host = Recorder { dialect: "postgres".into(), fail_execute: true, ..Default::default() };
+        let mut host = Recorder {
+            dialect: "postgres".into(),
+            fail_execute: true,
+            ..Default::default()
+        };
         assert_eq!(replay(&mut host), Outcome::Fatal("boom".into()));
         assert_eq!(host.dialect, "postgres");
     }

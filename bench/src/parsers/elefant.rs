@@ -9,13 +9,18 @@
 
 use crate::capture::{Capture, Protocol};
 use crate::work::Work;
-use elefant_client::replication::{parse_pgoutput_message, PgOutputMessage, TupleColumn, TupleData};
+use elefant_client::replication::{
+    parse_pgoutput_message, PgOutputMessage, TupleColumn, TupleData,
+};
 use std::hint::black_box;
 
 /// One pass over `capture`, which must be a protocol 1 capture.
 pub fn parse(capture: &Capture) -> Result<Work, String> {
     if capture.protocol != Protocol::V1 {
-        return Err(format!("elefant-client parses protocol 1 only, not {}", capture.name));
+        return Err(format!(
+            "elefant-client parses protocol 1 only, not {}",
+            capture.name
+        ));
     }
     let mut work = Work::default();
     for range in &capture.frames {

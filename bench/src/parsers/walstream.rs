@@ -25,7 +25,11 @@ pub fn parse(capture: &Capture) -> Result<Work, String> {
                 work.changes += 1;
                 tuple_values(tuple, &mut work);
             }
-            LogicalReplicationMessage::Update { old_tuple, new_tuple, .. } => {
+            LogicalReplicationMessage::Update {
+                old_tuple,
+                new_tuple,
+                ..
+            } => {
                 work.changes += 1;
                 if let Some(old) = old_tuple {
                     tuple_values(old, &mut work);

@@ -319,6 +319,10 @@ fn pg(bytes: &[u8]) -> PgStr<'_> {
     PgStr::new(bytes).expect("models hold no NUL in strings")
 }
 
+fn values(vals: &[Val]) -> Vec<TupleValue<'_>> {
+    vals.iter().map(Val::as_value).collect()
+}
+
 impl Model {
     /// A random message of type `tag` that is valid in `ctx` (transaction id prefix exactly when
     /// in a streamed block, abort info exactly under streaming = parallel).
@@ -475,9 +479,6 @@ impl Model {
 
     /// Writes the message with the crate's `write_*` function for its type.
     pub fn write(&self, out: &mut Vec<u8>) {
-        let values = |vals: &[Val]| -> Vec<TupleValue<'_>> {
-            vals.iter().map(Val::as_value).collect()
-        };
         match self {
             Model::Begin {
                 final_lsn,
