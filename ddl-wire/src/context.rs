@@ -101,7 +101,8 @@ impl ProtocolContext {
     /// The same context, inside (`true`) or outside a streamed block.
     ///
     /// [`Message::parse`](crate::Message::parse) reads the transaction id prefix exactly when
-    /// this is set; it does not check that streaming is on, [`StreamDecoder`](crate::StreamDecoder) does.
+    /// this is set; it does not check that streaming is on
+    /// ([`StreamDecoder`](crate::StreamDecoder) does).
     pub fn with_in_stream(self, in_stream: bool) -> ProtocolContext {
         ProtocolContext { in_stream, ..self }
     }

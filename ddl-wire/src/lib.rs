@@ -49,9 +49,10 @@
 //!
 //! for (column, value) in rel.columns().zip(row.tuple()) {
 //!     let (column, value) = (column?, value?);
+//!     let name = column.name(); // a PgStr: Display is lossy UTF-8
 //!     match value {
-//!         TupleValue::Text(text) => println!("{} = {}", column.name(), String::from_utf8_lossy(text)),
-//!         TupleValue::Null => println!("{} is null", column.name()),
+//!         TupleValue::Text(text) => println!("{name} = {}", String::from_utf8_lossy(text)),
+//!         TupleValue::Null => println!("{name} is null"),
 //!         _ => {}
 //!     }
 //! }
@@ -74,6 +75,7 @@ mod context;
 mod decoder;
 mod delete;
 mod error;
+mod event;
 mod framed;
 mod insert;
 mod logical_message;
@@ -82,6 +84,7 @@ mod origin;
 mod pg_str;
 mod prepare;
 mod primitive;
+mod record;
 mod recvlogical;
 mod relation;
 mod rollback_prepared;
@@ -105,18 +108,26 @@ pub use crate::{
     decoder::StreamDecoder,
     delete::{write_delete, DeleteBody},
     error::{Error, ErrorKind},
+    event::{
+        event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, EVENTS_SCHEMA,
+        EVENTS_TABLE,
+    },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},
     logical_message::{write_logical_message, LogicalMessageBody},
     message::{
         Message, BEGIN_PREPARE_TAG, BEGIN_TAG, COMMIT_PREPARED_TAG, COMMIT_TAG, DELETE_TAG,
         INSERT_TAG, MESSAGE_TAG, ORIGIN_TAG, PREPARE_TAG, RELATION_TAG, ROLLBACK_PREPARED_TAG,
-        STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG, STREAM_START_TAG,
-        STREAM_STOP_TAG, TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,
+        STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG, STREAM_START_TAG, STREAM_STOP_TAG,
+        TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,
     },
     origin::{write_origin, OriginBody},
     pg_str::PgStr,
     prepare::{write_prepare, PrepareBody},
+    record::{
+        DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, RECORD_FORMAT_VERSION,
+        RECORD_PREFIX,
+    },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},
     rollback_prepared::{write_rollback_prepared, RollbackPreparedBody},

@@ -2,7 +2,9 @@
 
 use crate::message::MESSAGE_TAG;
 use crate::primitive::{be_u64, be_u8, counted_bytes, cstr, fail, put_counted_bytes, put_cstr};
-use crate::primitive::{put_message, put_stream_xid, put_u32, put_u64, put_u8, stream_xid, PResult};
+use crate::primitive::{
+    put_message, put_stream_xid, put_u32, put_u64, put_u8, stream_xid, PResult,
+};
 use crate::{Error, ErrorKind, PgStr, ProtocolContext};
 
 /// `MESSAGE_TRANSACTIONAL`.
@@ -58,10 +60,7 @@ impl<'a> LogicalMessageBody<'a> {
     }
 }
 
-pub(crate) fn parse<'a>(
-    i: &'a [u8],
-    ctx: &ProtocolContext,
-) -> PResult<'a, LogicalMessageBody<'a>> {
+pub(crate) fn parse<'a>(i: &'a [u8], ctx: &ProtocolContext) -> PResult<'a, LogicalMessageBody<'a>> {
     let (i, xid) = stream_xid(i, ctx)?;
     let (rest, flags) = be_u8(i)?;
     if flags & !TRANSACTIONAL != 0 {

@@ -2,6 +2,7 @@
 
 use crate::context::{STREAM_VERSION, TWO_PHASE_VERSION};
 use crate::primitive::{to_error, PResult};
+use crate::UpdateBody;
 use crate::{
     begin, begin_prepare, commit, commit_prepared, delete, insert, logical_message, origin,
     prepare, relation, rollback_prepared, stream_abort, stream_commit, stream_prepare,
@@ -11,7 +12,6 @@ use crate::{BeginBody, BeginPrepareBody, CommitBody, CommitPreparedBody, DeleteB
 use crate::{Error, ErrorKind, InsertBody, LogicalMessageBody, OriginBody, PrepareBody};
 use crate::{ProtocolContext, RelationBody, RollbackPreparedBody, StreamAbortBody};
 use crate::{StreamCommitBody, StreamPrepareBody, StreamStartBody, TruncateBody, TypeBody};
-use crate::UpdateBody;
 
 /// Begin, `'B'`.
 pub const BEGIN_TAG: u8 = b'B';
@@ -83,7 +83,10 @@ pub(crate) fn type_name(tag: u8) -> Option<&'static str> {
 fn required_version(tag: u8) -> u32 {
     match tag {
         STREAM_START_TAG | STREAM_STOP_TAG | STREAM_COMMIT_TAG | STREAM_ABORT_TAG => STREAM_VERSION,
-        BEGIN_PREPARE_TAG | PREPARE_TAG | COMMIT_PREPARED_TAG | ROLLBACK_PREPARED_TAG
+        BEGIN_PREPARE_TAG
+        | PREPARE_TAG
+        | COMMIT_PREPARED_TAG
+        | ROLLBACK_PREPARED_TAG
         | STREAM_PREPARE_TAG => TWO_PHASE_VERSION,
         _ => ProtocolContext::MIN_PROTO_VERSION,
     }

@@ -186,7 +186,10 @@ const STRING_FIELDS: [&str; 9] = [
 impl<'a> DdlRecord<'a> {
     /// Parses a whole record; the payload must be used up exactly.
     pub fn parse(payload: &'a [u8]) -> Result<DdlRecord<'a>, RecordError> {
-        let mut r = Reader { buf: payload, pos: 0 };
+        let mut r = Reader {
+            buf: payload,
+            pos: 0,
+        };
         let version = r.u8("format version")?;
         if version != RECORD_FORMAT_VERSION {
             return Err(RecordError {
@@ -355,7 +358,10 @@ mod tests {
         let bytes = encoded(&sample());
         for n in 0..bytes.len() {
             let err = DdlRecord::parse(&bytes[..n]).unwrap_err();
-            assert!(matches!(err.kind(), RecordErrorKind::Truncated(_)), "{n}: {err}");
+            assert!(
+                matches!(err.kind(), RecordErrorKind::Truncated(_)),
+                "{n}: {err}"
+            );
             assert!(err.offset() <= n);
         }
     }
@@ -366,7 +372,9 @@ mod tests {
         bytes[0] = RECORD_FORMAT_VERSION + 1;
         let err = DdlRecord::parse(&bytes).unwrap_err();
         assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(2));
-        assert!(err.to_string().contains("format version 2 is not supported"));
+        assert!(err
+            .to_string()
+            .contains("format version 2 is not supported"));
     }
 
     #[test]

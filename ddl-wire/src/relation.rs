@@ -137,8 +137,9 @@ impl<'a> Item<'a> for Column<'a> {
 /// The columns of a [`RelationBody`], read lazily from the message: an iterator of
 /// `Result<Column, Error>`.
 ///
-/// Parsing the message already stepped over every column, so for a parsed message the items are
-/// all `Ok`.
+/// Parsing the message already stepped over every column to find where the message ends, so
+/// for a parsed message every item is `Ok` (see [`TupleData`](crate::TupleData) for why they
+/// are `Result`s all the same).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Columns<'a>(Sequence<'a, Column<'a>>);
 

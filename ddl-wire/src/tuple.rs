@@ -42,9 +42,10 @@ impl<'a> Item<'a> for TupleValue<'a> {
 /// The column values of one tuple, read lazily from the message: an iterator of
 /// `Result<TupleValue, Error>`, one item per column, in column order.
 ///
-/// Parsing the message already stepped over every value, so for a parsed message the items are
-/// all `Ok`; the `Result` keeps the iterator honest about reading bytes. Clone it to walk the
-/// values again.
+/// The values have no lengths in front of them as a whole, so parsing the message already
+/// stepped over every one to find where the tuple ends: for a parsed message every item is `Ok`.
+/// Items are still `Result`s because the iterator decodes the bytes again rather than keep what
+/// parsing found (which would allocate). Clone it to walk the values again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TupleData<'a>(Sequence<'a, TupleValue<'a>>);
 

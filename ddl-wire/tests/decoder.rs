@@ -33,17 +33,26 @@ fn insert(xid: Option<u32>, text: &[u8]) -> Vec<u8> {
 fn stream_blocks_switch_the_xid_prefix_on_and_off() {
     let mut d = StreamDecoder::new(ctx(2, Streaming::On));
     assert!(!d.in_stream());
-    assert!(matches!(d.decode(&stream_start(901)).unwrap(), Message::StreamStart(_)));
+    assert!(matches!(
+        d.decode(&stream_start(901)).unwrap(),
+        Message::StreamStart(_)
+    ));
     assert!(d.in_stream() && d.context().in_stream());
     assert_eq!(d.stream_xid(), Some(901));
 
-    let Message::Insert(i) = d.decode(&insert(Some(902), b"x")).unwrap() else { panic!() };
+    let streamed = insert(Some(902), b"x");
+    let Message::Insert(i) = d.decode(&streamed).unwrap() else {
+        panic!()
+    };
     assert_eq!((i.xid(), i.rel_id()), (Some(902), 16_385));
 
     assert_eq!(d.decode(&stop()).unwrap(), Message::StreamStop);
     assert!(!d.in_stream());
     assert_eq!(d.stream_xid(), None);
-    let Message::Insert(i) = d.decode(&insert(None, b"x")).unwrap() else { panic!() };
+    let plain = insert(None, b"x");
+    let Message::Insert(i) = d.decode(&plain).unwrap() else {
+        panic!()
+    };
     assert_eq!(i.xid(), None);
 }
 
@@ -51,8 +60,14 @@ fn stream_blocks_switch_the_xid_prefix_on_and_off() {
 fn stream_start_inside_a_block_and_stream_stop_outside_one() {
     let mut d = StreamDecoder::new(ctx(2, Streaming::On));
     let e = d.decode(&stop()).unwrap_err();
-    assert_eq!((e.kind(), e.offset(), e.message_tag()), (ErrorKind::StreamStopOutsideStream, 0, Some(b'E')));
-    assert_eq!(e.to_string(), "Stream Stop ('E'): Stream Stop outside a streamed block at byte 0");
+    assert_eq!(
+        (e.kind(), e.offset(), e.message_tag()),
+        (ErrorKind::StreamStopOutsideStream, 0, Some(b'E'))
+    );
+    assert_eq!(
+        e.to_string(),
+        "Stream Stop ('E'): Stream Stop outside a streamed block at byte 0"
+    );
 
     d.decode(&stream_start(1)).unwrap();
     let e = d.decode(&stream_start(2)).unwrap_err();
@@ -95,26 +110,45 @@ fn transaction_boundaries_never_come_inside_a_block() {
         msg(|o| write_origin(0, c"pg_1".into(), o)),
     ];
     for bytes in &allowed {
-        StreamDecoder::new(v3.with_in_stream(true)).decode(bytes).unwrap();
+        StreamDecoder::new(v3.with_in_stream(true))
+            .decode(bytes)
+            .unwrap();
     }
     // An unknown type is reported as unknown, wherever it is.
-    let e = StreamDecoder::new(v3.with_in_stream(true)).decode(b"Z").unwrap_err();
+    let e = StreamDecoder::new(v3.with_in_stream(true))
+        .decode(b"Z")
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::UnknownMessageType);
 }
 
 #[test]
 fn streaming_messages_need_streaming_and_the_version() {
     let mut d = StreamDecoder::new(ctx(4, Streaming::Off));
-    for bytes in [stream_start(1), stop(), msg(|o| write_stream_abort(1, 1, None, o))] {
-        assert_eq!(d.decode(&bytes).unwrap_err().kind(), ErrorKind::StreamingOff);
+    for bytes in [
+        stream_start(1),
+        stop(),
+        msg(|o| write_stream_abort(1, 1, None, o)),
+    ] {
+        assert_eq!(
+            d.decode(&bytes).unwrap_err().kind(),
+            ErrorKind::StreamingOff
+        );
     }
     assert_eq!(
         d.decode(&stream_start(1)).unwrap_err().to_string(),
         "Stream Start ('S'): streaming message, but the stream has streaming = off at byte 0"
     );
     let prepare = msg(|o| write_prepare(1, 2, 3, 4, c"g".into(), o));
-    let e = StreamDecoder::new(ctx(2, Streaming::On)).decode(&prepare).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::RequiresProtocolVersion { required: 3, negotiated: 2 });
+    let e = StreamDecoder::new(ctx(2, Streaming::On))
+        .decode(&prepare)
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RequiresProtocolVersion {
+            required: 3,
+            negotiated: 2
+        }
+    );
 }
 
 #[test]
@@ -123,13 +157,17 @@ fn a_message_that_fails_to_parse_leaves_the_state_alone() {
     let start = stream_start(5);
     assert!(d.decode(&start[..3]).unwrap_err().is_incomplete());
     assert!(!d.in_stream());
-    let (message, used) = d.decode_prefix(&[&start[..], b"\nmore"].concat()).unwrap();
+    let longer = [&start[..], b"\nmore"].concat();
+    let (message, used) = d.decode_prefix(&longer).unwrap();
     assert_eq!((message.tag(), used), (b'S', start.len()));
     assert!(d.in_stream());
 }
 
 fn recvlogical(messages: &[&[u8]]) -> Vec<u8> {
-    messages.iter().flat_map(|m| m.iter().copied().chain([b'\n'])).collect()
+    messages
+        .iter()
+        .flat_map(|m| m.iter().copied().chain([b'\n']))
+        .collect()
 }
 
 #[test]
@@ -177,7 +215,10 @@ fn recvlogical_errors_give_the_file_offset_and_message_number() {
     assert!(reader.next().unwrap().is_ok());
     let e = reader.next().unwrap().unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ExpectedNewline(b'\r'));
-    assert_eq!((e.offset(), e.message_number(), e.message_tag()), (file.len() - 1, Some(2), Some(b'I')));
+    assert_eq!(
+        (e.offset(), e.message_number(), e.message_tag()),
+        (file.len() - 1, Some(2), Some(b'I'))
+    );
     assert_eq!(
         e.to_string(),
         format!(
@@ -191,7 +232,10 @@ fn recvlogical_errors_give_the_file_offset_and_message_number() {
 
     // The file ends right after a message, before its '\n': cut short.
     let file = [&recvlogical(&[&good])[..], &good[..]].concat();
-    let e = RecvlogicalReader::new(&file, v1).nth(1).unwrap().unwrap_err();
+    let e = RecvlogicalReader::new(&file, v1)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.is_incomplete());
     assert_eq!((e.offset(), e.message_number()), (file.len(), Some(2)));
 
@@ -202,13 +246,20 @@ fn recvlogical_errors_give_the_file_offset_and_message_number() {
     let e = reader.next().unwrap().unwrap_err();
     assert!(e.is_incomplete());
     assert_eq!(e.offset(), good.len() + 1 + 5);
-    assert_eq!(reader.position(), good.len() + 1, "where the last whole message ended");
+    assert_eq!(
+        reader.position(),
+        good.len() + 1,
+        "where the last whole message ended"
+    );
 
     // A corrupt message: the offset points into the file.
     let mut corrupt = bad_insert.clone();
     corrupt[5] = b'Q';
     let file = recvlogical(&[&good, &corrupt]);
-    let e = RecvlogicalReader::new(&file, v1).nth(1).unwrap().unwrap_err();
+    let e = RecvlogicalReader::new(&file, v1)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidTupleMarker(b'Q'));
     assert_eq!(e.offset(), good.len() + 1 + 5);
 }
@@ -216,7 +267,11 @@ fn recvlogical_errors_give_the_file_offset_and_message_number() {
 #[test]
 fn framed_files() {
     let v2 = ctx(2, Streaming::On);
-    let messages = [begin(), insert(None, b"1"), msg(|o| write_commit(1, 2, 3, o))];
+    let messages = [
+        begin(),
+        insert(None, b"1"),
+        msg(|o| write_commit(1, 2, 3, o)),
+    ];
     let mut file = Vec::new();
     for m in &messages {
         write_frame(m, &mut file).unwrap();
@@ -232,14 +287,21 @@ fn framed_files() {
     let mut short = Vec::new();
     write_frame(&messages[1][..6], &mut short).unwrap();
     let e = FramedReader::new(&short, v2).next().unwrap().unwrap_err();
-    assert_eq!((e.kind(), e.message_number()), (ErrorKind::ShortFrame, Some(1)));
-    assert_eq!(e.offset(), 4 + 5);
+    assert_eq!(
+        (e.kind(), e.message_number()),
+        (ErrorKind::ShortFrame, Some(1))
+    );
+    // The payload holds tag, OID and 'N': the column count, at payload byte 6, is missing.
+    assert_eq!(e.offset(), 4 + 6);
 
     // A frame longer than its message.
     let mut long = Vec::new();
     write_frame(&[&messages[0][..], b"xx"].concat(), &mut long).unwrap();
     let e = FramedReader::new(&long, v2).next().unwrap().unwrap_err();
-    assert_eq!((e.kind(), e.offset()), (ErrorKind::TrailingBytes(2), 4 + messages[0].len()));
+    assert_eq!(
+        (e.kind(), e.offset()),
+        (ErrorKind::TrailingBytes(2), 4 + messages[0].len())
+    );
 
     // Cut inside a length and inside a payload: incomplete, the position at that frame.
     for cut in [file.len() - 2, messages[0].len() + 4 + 2] {
@@ -250,6 +312,9 @@ fn framed_files() {
     }
 
     // An empty frame has no message type.
-    let e = FramedReader::new(&[0, 0, 0, 0], v2).next().unwrap().unwrap_err();
+    let e = FramedReader::new(&[0, 0, 0, 0], v2)
+        .next()
+        .unwrap()
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ShortFrame);
 }

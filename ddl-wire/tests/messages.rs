@@ -77,7 +77,10 @@ fn begin() {
     let Message::Begin(b) = pinned(&bytes, &v1(), |o| write_begin(LSN, TS as i64, 742, o)) else {
         panic!()
     };
-    assert_eq!((b.final_lsn(), b.commit_time(), b.xid()), (LSN, TS as i64, 742));
+    assert_eq!(
+        (b.final_lsn(), b.commit_time(), b.xid()),
+        (LSN, TS as i64, 742)
+    );
 }
 
 #[test]
@@ -87,7 +90,10 @@ fn commit() {
     else {
         panic!()
     };
-    assert_eq!((c.commit_lsn(), c.end_lsn(), c.commit_time()), (LSN, LSN2, TS as i64));
+    assert_eq!(
+        (c.commit_lsn(), c.end_lsn(), c.commit_time()),
+        (LSN, LSN2, TS as i64)
+    );
 }
 
 #[test]
@@ -125,16 +131,30 @@ fn relation_outside_and_inside_a_streamed_block() {
     };
     let plain = body(Spec::new(b'R'));
     let streamed_bytes = body(Spec::new(b'R').int32(901));
-    for (bytes, ctx, xid) in [(&plain, v1(), None), (&streamed_bytes, streamed(), Some(901))] {
+    for (bytes, ctx, xid) in [
+        (&plain, v1(), None),
+        (&streamed_bytes, streamed(), Some(901)),
+    ] {
         let Message::Relation(r) = pinned(bytes, &ctx, |o| {
-            write_relation(xid, 16_385, c"public".into(), c"accounts".into(), b'd', &columns, o)
-                .unwrap()
+            write_relation(
+                xid,
+                16_385,
+                c"public".into(),
+                c"accounts".into(),
+                b'd',
+                &columns,
+                o,
+            )
+            .unwrap()
         }) else {
             panic!()
         };
         assert_eq!(r.xid(), xid);
         assert_eq!(r.rel_id(), 16_385);
-        assert_eq!((r.namespace(), r.name()), (PgStr::from(c"public"), PgStr::from(c"accounts")));
+        assert_eq!(
+            (r.namespace(), r.name()),
+            (PgStr::from(c"public"), PgStr::from(c"accounts"))
+        );
         assert_eq!(r.replica_identity(), b'd');
         let cols: Vec<Column<'_>> = r.columns().map(Result::unwrap).collect();
         assert_eq!(cols, columns);
@@ -146,14 +166,22 @@ fn relation_outside_and_inside_a_streamed_block() {
 
 #[test]
 fn type_message() {
-    let bytes = Spec::new(b'Y').int32(901).int32(16_400).string(b"public").string(b"mood").0;
+    let bytes = Spec::new(b'Y')
+        .int32(901)
+        .int32(16_400)
+        .string(b"public")
+        .string(b"mood")
+        .0;
     let Message::Type(t) = pinned(&bytes, &streamed(), |o| {
         write_type(Some(901), 16_400, c"public".into(), c"mood".into(), o)
     }) else {
         panic!()
     };
     assert_eq!((t.xid(), t.type_oid()), (Some(901), 16_400));
-    assert_eq!((t.namespace(), t.name()), (PgStr::from(c"public"), PgStr::from(c"mood")));
+    assert_eq!(
+        (t.namespace(), t.name()),
+        (PgStr::from(c"public"), PgStr::from(c"mood"))
+    );
 }
 
 #[test]
@@ -178,8 +206,9 @@ fn insert_with_every_column_kind() {
         TupleValue::Text(b"a\nb\0"),
         TupleValue::Binary(&[0, 0, 0, 42]),
     ];
-    let Message::Insert(i) = pinned(&bytes, &v1(), |o| write_insert(None, 16_385, &row, o).unwrap())
-    else {
+    let Message::Insert(i) = pinned(&bytes, &v1(), |o| {
+        write_insert(None, 16_385, &row, o).unwrap()
+    }) else {
         panic!()
     };
     assert_eq!((i.xid(), i.rel_id()), (None, 16_385));
@@ -189,22 +218,38 @@ fn insert_with_every_column_kind() {
 
 #[test]
 fn insert_in_a_streamed_block_carries_the_xid_first() {
-    let bytes = Spec::new(b'I').int32(77).int32(16_385).int8(b'N').int16(0).0;
+    let bytes = Spec::new(b'I')
+        .int32(77)
+        .int32(16_385)
+        .int8(b'N')
+        .int16(0)
+        .0;
     let Message::Insert(i) = pinned(&bytes, &streamed(), |o| {
         write_insert(Some(77), 16_385, &[], o).unwrap()
     }) else {
         panic!()
     };
-    assert_eq!((i.xid(), i.rel_id(), i.tuple().len()), (Some(77), 16_385, 0));
+    assert_eq!(
+        (i.xid(), i.rel_id(), i.tuple().len()),
+        (Some(77), 16_385, 0)
+    );
 }
 
 #[test]
 fn update_without_with_key_and_with_old_row() {
     let new = [TupleValue::Text(b"2")];
     let old = [TupleValue::Text(b"1")];
-    let plain = Spec::new(b'U').int32(5).int8(b'N').int16(1).int8(b't').int32(1).bytes(b"2").0;
-    let Message::Update(u) = pinned(&plain, &v1(), |o| write_update(None, 5, None, &new, o).unwrap())
-    else {
+    let plain = Spec::new(b'U')
+        .int32(5)
+        .int8(b'N')
+        .int16(1)
+        .int8(b't')
+        .int32(1)
+        .bytes(b"2")
+        .0;
+    let Message::Update(u) = pinned(&plain, &v1(), |o| {
+        write_update(None, 5, None, &new, o).unwrap()
+    }) else {
         panic!()
     };
     assert!(u.key_tuple().is_none() && u.old_tuple().is_none() && u.old_tuple_kind().is_none());
@@ -230,7 +275,11 @@ fn update_without_with_key_and_with_old_row() {
             panic!()
         };
         assert_eq!(u.old_tuple_kind(), Some(kind));
-        let sent = if kind == OldTupleKind::Key { u.key_tuple() } else { u.old_tuple() };
+        let sent = if kind == OldTupleKind::Key {
+            u.key_tuple()
+        } else {
+            u.old_tuple()
+        };
         assert_eq!(values(sent.unwrap()), old);
         assert_eq!(values(u.new_tuple()), new);
     }
@@ -249,8 +298,9 @@ fn delete_with_key_or_old_row() {
             .bytes(b"1")
             .int8(b'n')
             .0;
-        let Message::Delete(d) = pinned(&bytes, &v1(), |o| write_delete(None, 5, kind, &key, o).unwrap())
-        else {
+        let Message::Delete(d) = pinned(&bytes, &v1(), |o| {
+            write_delete(None, 5, kind, &key, o).unwrap()
+        }) else {
             panic!()
         };
         assert_eq!(d.old_tuple_kind(), kind);
@@ -263,8 +313,19 @@ fn delete_with_key_or_old_row() {
 
 #[test]
 fn truncate_options_and_relations() {
-    for (options, cascade, restart) in [(0, false, false), (1, true, false), (2, false, true), (3, true, true)] {
-        let bytes = Spec::new(b'T').int32(3).int8(options).int32(10).int32(11).int32(u32::MAX).0;
+    for (options, cascade, restart) in [
+        (0, false, false),
+        (1, true, false),
+        (2, false, true),
+        (3, true, true),
+    ] {
+        let bytes = Spec::new(b'T')
+            .int32(3)
+            .int8(options)
+            .int32(10)
+            .int32(11)
+            .int32(u32::MAX)
+            .0;
         let Message::Truncate(t) = pinned(&bytes, &v1(), |o| {
             write_truncate(None, cascade, restart, &[10, 11, u32::MAX], o).unwrap()
         }) else {
@@ -279,7 +340,13 @@ fn truncate_options_and_relations() {
 #[test]
 fn logical_message_transactional_and_not() {
     for (flags, transactional) in [(0, false), (1, true)] {
-        let bytes = Spec::new(b'M').int8(flags).int64(LSN).string(b"ddl_sync").int32(3).bytes(b"x\0y").0;
+        let bytes = Spec::new(b'M')
+            .int8(flags)
+            .int64(LSN)
+            .string(b"ddl_sync")
+            .int32(3)
+            .bytes(b"x\0y")
+            .0;
         let Message::LogicalMessage(m) = pinned(&bytes, &v1(), |o| {
             write_logical_message(None, transactional, LSN, c"ddl_sync".into(), b"x\0y", o).unwrap()
         }) else {
@@ -296,7 +363,8 @@ fn stream_start_stop_commit() {
     let v2 = ctx(2, Streaming::On);
     for (byte, first) in [(1, true), (0, false)] {
         let bytes = Spec::new(b'S').int32(901).int8(byte).0;
-        let Message::StreamStart(s) = pinned(&bytes, &v2, |o| write_stream_start(901, first, o)) else {
+        let Message::StreamStart(s) = pinned(&bytes, &v2, |o| write_stream_start(901, first, o))
+        else {
             panic!()
         };
         assert_eq!((s.xid(), s.first_segment()), (901, first));
@@ -304,7 +372,13 @@ fn stream_start_stop_commit() {
     let stop = [b'E'];
     assert_eq!(pinned(&stop, &v2, write_stream_stop), Message::StreamStop);
 
-    let bytes = Spec::new(b'c').int32(901).int8(0).int64(LSN).int64(LSN2).int64(TS).0;
+    let bytes = Spec::new(b'c')
+        .int32(901)
+        .int8(0)
+        .int64(LSN)
+        .int64(LSN2)
+        .int64(TS)
+        .0;
     let Message::StreamCommit(c) = pinned(&bytes, &v2, |o| {
         write_stream_commit(901, LSN, LSN2, TS as i64, o)
     }) else {
@@ -321,11 +395,15 @@ fn stream_abort_grows_under_streaming_parallel() {
     let short = Spec::new(b'A').int32(901).int32(902).0;
     let long = Spec::new(b'A').int32(901).int32(902).int64(LSN).int64(TS).0;
     for on in [ctx(2, Streaming::On), ctx(4, Streaming::On)] {
-        let Message::StreamAbort(a) = pinned(&short, &on, |o| write_stream_abort(901, 902, None, o))
+        let Message::StreamAbort(a) =
+            pinned(&short, &on, |o| write_stream_abort(901, 902, None, o))
         else {
             panic!()
         };
-        assert_eq!((a.xid(), a.subxid(), a.abort_lsn(), a.abort_time()), (901, 902, None, None));
+        assert_eq!(
+            (a.xid(), a.subxid(), a.abort_lsn(), a.abort_time()),
+            (901, 902, None, None)
+        );
         // The parallel form read without `parallel`: 16 bytes too many.
         let e = Message::parse(&long, &on).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TrailingBytes(16));
@@ -337,14 +415,26 @@ fn stream_abort_grows_under_streaming_parallel() {
     }) else {
         panic!()
     };
-    assert_eq!((a.abort_lsn(), a.abort_time()), (Some(LSN), Some(TS as i64)));
-    assert!(Message::parse(&short, &parallel).unwrap_err().is_incomplete());
+    assert_eq!(
+        (a.abort_lsn(), a.abort_time()),
+        (Some(LSN), Some(TS as i64))
+    );
+    assert!(Message::parse(&short, &parallel)
+        .unwrap_err()
+        .is_incomplete());
 }
 
 #[test]
 fn two_phase_messages() {
     let v3 = ctx(3, Streaming::On);
-    let fields = |s: Spec| s.int64(LSN).int64(LSN2).int64(TS).int32(901).string(b"gid-1").0;
+    let fields = |s: Spec| {
+        s.int64(LSN)
+            .int64(LSN2)
+            .int64(TS)
+            .int32(901)
+            .string(b"gid-1")
+            .0
+    };
 
     let bytes = fields(Spec::new(b'b'));
     let Message::BeginPrepare(b) = pinned(&bytes, &v3, |o| {
@@ -353,7 +443,13 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (b.prepare_lsn(), b.end_lsn(), b.prepare_time(), b.xid(), b.gid()),
+        (
+            b.prepare_lsn(),
+            b.end_lsn(),
+            b.prepare_time(),
+            b.xid(),
+            b.gid()
+        ),
         (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
     );
 
@@ -365,7 +461,13 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (p.prepare_lsn(), p.end_lsn(), p.prepare_time(), p.xid(), p.gid()),
+        (
+            p.prepare_lsn(),
+            p.end_lsn(),
+            p.prepare_time(),
+            p.xid(),
+            p.gid()
+        ),
         (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
     );
 
@@ -376,7 +478,13 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (p.prepare_lsn(), p.end_lsn(), p.prepare_time(), p.xid(), p.gid()),
+        (
+            p.prepare_lsn(),
+            p.end_lsn(),
+            p.prepare_time(),
+            p.xid(),
+            p.gid()
+        ),
         (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
     );
 
@@ -387,7 +495,13 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (c.commit_lsn(), c.end_lsn(), c.commit_time(), c.xid(), c.gid()),
+        (
+            c.commit_lsn(),
+            c.end_lsn(),
+            c.commit_time(),
+            c.xid(),
+            c.gid()
+        ),
         (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
     );
 
@@ -406,7 +520,12 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (r.prepare_end_lsn(), r.rollback_end_lsn(), r.prepare_time(), r.rollback_time()),
+        (
+            r.prepare_end_lsn(),
+            r.rollback_end_lsn(),
+            r.prepare_time(),
+            r.rollback_time()
+        ),
         (LSN, LSN2, TS as i64, TS as i64 + 1)
     );
     assert_eq!((r.xid(), r.gid()), (901, PgStr::from(c"gid-1")));
@@ -437,14 +556,32 @@ fn unknown_type_and_empty_input() {
 fn message_types_newer_than_the_protocol_version() {
     let start = Spec::new(b'S').int32(1).int8(1).0;
     let e = error_at(&start, &v1(), 0);
-    assert_eq!(e.kind(), ErrorKind::RequiresProtocolVersion { required: 2, negotiated: 1 });
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RequiresProtocolVersion {
+            required: 2,
+            negotiated: 1
+        }
+    );
     assert_eq!(
         e.to_string(),
         "Stream Start ('S'): needs proto_version 2 or higher, but the stream uses 1 at byte 0"
     );
-    let begin_prepare = Spec::new(b'b').int64(1).int64(2).int64(3).int32(4).string(b"g").0;
+    let begin_prepare = Spec::new(b'b')
+        .int64(1)
+        .int64(2)
+        .int64(3)
+        .int32(4)
+        .string(b"g")
+        .0;
     let e = error_at(&begin_prepare, &ctx(2, Streaming::On), 0);
-    assert_eq!(e.kind(), ErrorKind::RequiresProtocolVersion { required: 3, negotiated: 2 });
+    assert_eq!(
+        e.kind(),
+        ErrorKind::RequiresProtocolVersion {
+            required: 3,
+            negotiated: 2
+        }
+    );
     assert!(Message::parse(&begin_prepare, &ctx(3, Streaming::Off)).is_ok());
 }
 
@@ -453,21 +590,49 @@ fn nonzero_flags_are_refused_where_postgresql_refuses_them() {
     let commit = Spec::new(b'C').int8(1).int64(1).int64(2).int64(3).0;
     let e = error_at(&commit, &v1(), 1);
     assert_eq!(e.kind(), ErrorKind::InvalidFlags(1));
-    assert_eq!(e.to_string(), "Commit ('C'): unrecognized flags 0x01 at byte 1");
+    assert_eq!(
+        e.to_string(),
+        "Commit ('C'): unrecognized flags 0x01 at byte 1"
+    );
 
     let v3 = ctx(3, Streaming::On);
     for tag in [b'P', b'K', b'p'] {
-        let bytes = Spec::new(tag).int8(2).int64(1).int64(2).int64(3).int32(4).string(b"g").0;
+        let bytes = Spec::new(tag)
+            .int8(2)
+            .int64(1)
+            .int64(2)
+            .int64(3)
+            .int32(4)
+            .string(b"g")
+            .0;
         assert_eq!(error_at(&bytes, &v3, 1).kind(), ErrorKind::InvalidFlags(2));
     }
-    let stream_commit = Spec::new(b'c').int32(9).int8(4).int64(1).int64(2).int64(3).0;
-    assert_eq!(error_at(&stream_commit, &v3, 5).kind(), ErrorKind::InvalidFlags(4));
+    let stream_commit = Spec::new(b'c')
+        .int32(9)
+        .int8(4)
+        .int64(1)
+        .int64(2)
+        .int64(3)
+        .0;
+    assert_eq!(
+        error_at(&stream_commit, &v3, 5).kind(),
+        ErrorKind::InvalidFlags(4)
+    );
     let stream_start = Spec::new(b'S').int32(9).int8(2).0;
-    assert_eq!(error_at(&stream_start, &v3, 5).kind(), ErrorKind::InvalidFlags(2));
+    assert_eq!(
+        error_at(&stream_start, &v3, 5).kind(),
+        ErrorKind::InvalidFlags(2)
+    );
     let truncate = Spec::new(b'T').int32(0).int8(4).0;
-    assert_eq!(error_at(&truncate, &v1(), 5).kind(), ErrorKind::InvalidFlags(4));
+    assert_eq!(
+        error_at(&truncate, &v1(), 5).kind(),
+        ErrorKind::InvalidFlags(4)
+    );
     let message = Spec::new(b'M').int8(3).int64(1).string(b"p").int32(0).0;
-    assert_eq!(error_at(&message, &v1(), 1).kind(), ErrorKind::InvalidFlags(3));
+    assert_eq!(
+        error_at(&message, &v1(), 1).kind(),
+        ErrorKind::InvalidFlags(3)
+    );
 }
 
 #[test]
@@ -475,17 +640,42 @@ fn bad_tuple_markers_and_column_kinds() {
     let insert = Spec::new(b'I').int32(5).int8(b'K').int16(0).0;
     let e = error_at(&insert, &v1(), 5);
     assert_eq!(e.kind(), ErrorKind::InvalidTupleMarker(b'K'));
-    assert_eq!(e.to_string(), "Insert ('I'): unexpected tuple marker 'K' at byte 5");
+    assert_eq!(
+        e.to_string(),
+        "Insert ('I'): unexpected tuple marker 'K' at byte 5"
+    );
 
     // After an old key, only 'N' may follow.
-    let update = Spec::new(b'U').int32(5).int8(b'K').int16(1).int8(b'n').int8(b'O').int16(0).0;
-    assert_eq!(error_at(&update, &v1(), 9).kind(), ErrorKind::InvalidTupleMarker(b'O'));
+    let update = Spec::new(b'U')
+        .int32(5)
+        .int8(b'K')
+        .int16(1)
+        .int8(b'n')
+        .int8(b'O')
+        .int16(0)
+        .0;
+    assert_eq!(
+        error_at(&update, &v1(), 9).kind(),
+        ErrorKind::InvalidTupleMarker(b'O')
+    );
     let update = Spec::new(b'U').int32(5).int8(b'X').int16(0).0;
-    assert_eq!(error_at(&update, &v1(), 5).kind(), ErrorKind::InvalidTupleMarker(b'X'));
+    assert_eq!(
+        error_at(&update, &v1(), 5).kind(),
+        ErrorKind::InvalidTupleMarker(b'X')
+    );
     let delete = Spec::new(b'D').int32(5).int8(b'N').int16(0).0;
-    assert_eq!(error_at(&delete, &v1(), 5).kind(), ErrorKind::InvalidTupleMarker(b'N'));
+    assert_eq!(
+        error_at(&delete, &v1(), 5).kind(),
+        ErrorKind::InvalidTupleMarker(b'N')
+    );
 
-    let insert = Spec::new(b'I').int32(5).int8(b'N').int16(2).int8(b'n').int8(b'x').0;
+    let insert = Spec::new(b'I')
+        .int32(5)
+        .int8(b'N')
+        .int16(2)
+        .int8(b'n')
+        .int8(b'x')
+        .0;
     let e = error_at(&insert, &v1(), 9);
     assert_eq!(e.kind(), ErrorKind::InvalidColumnKind(b'x'));
     assert_eq!(
@@ -493,7 +683,13 @@ fn bad_tuple_markers_and_column_kinds() {
         "Insert ('I'): unrecognized column data kind 'x' (expected n, u, t or b) at byte 9"
     );
 
-    let insert = Spec::new(b'I').int32(5).int8(b'N').int16(1).int8(b't').int32(u32::MAX).0;
+    let insert = Spec::new(b'I')
+        .int32(5)
+        .int8(b'N')
+        .int16(1)
+        .int8(b't')
+        .int32(u32::MAX)
+        .0;
     let e = error_at(&insert, &v1(), 9);
     assert_eq!(e.kind(), ErrorKind::InvalidLength(-1));
     assert!(!e.is_incomplete());
@@ -501,20 +697,39 @@ fn bad_tuple_markers_and_column_kinds() {
 
 #[test]
 fn bad_replica_identity() {
-    let relation = Spec::new(b'R').int32(5).string(b"s").string(b"t").int8(b'x').int16(0).0;
+    let relation = Spec::new(b'R')
+        .int32(5)
+        .string(b"s")
+        .string(b"t")
+        .int8(b'x')
+        .int16(0)
+        .0;
     let e = error_at(&relation, &v1(), 9);
     assert_eq!(e.kind(), ErrorKind::InvalidReplicaIdentity(b'x'));
 }
 
 #[test]
 fn truncated_input_is_incomplete_at_the_field_that_does_not_fit() {
-    let insert = Spec::new(b'I').int32(5).int8(b'N').int16(1).int8(b't').int32(3).bytes(b"abc").0;
+    let insert = Spec::new(b'I')
+        .int32(5)
+        .int8(b'N')
+        .int16(1)
+        .int8(b't')
+        .int32(3)
+        .bytes(b"abc")
+        .0;
     // Cut inside the value: the value starts at byte 13.
     let e = error_at(&insert[..14], &v1(), 13);
     assert!(e.is_incomplete());
-    assert_eq!(e.to_string(), "Insert ('I'): input ends before the message does at byte 13");
+    assert_eq!(
+        e.to_string(),
+        "Insert ('I'): input ends before the message does at byte 13"
+    );
     // Cut inside the relation OID.
-    assert_eq!(error_at(&insert[..3], &v1(), 1).kind(), ErrorKind::Incomplete);
+    assert_eq!(
+        error_at(&insert[..3], &v1(), 1).kind(),
+        ErrorKind::Incomplete
+    );
     // A string without its NUL: incomplete from where the string starts.
     let origin = Spec::new(b'O').int64(1).bytes(b"no-terminator").0;
     assert!(error_at(&origin, &v1(), 9).is_incomplete());
@@ -529,7 +744,10 @@ fn leftover_bytes_are_an_error_naming_the_message() {
     begin.extend_from_slice(b"\n\n");
     let e = error_at(&begin, &v1(), 21);
     assert_eq!(e.kind(), ErrorKind::TrailingBytes(2));
-    assert_eq!(e.to_string(), "Begin ('B'): 2 bytes left over after the message at byte 21");
+    assert_eq!(
+        e.to_string(),
+        "Begin ('B'): 2 bytes left over after the message at byte 21"
+    );
     // parse_prefix stops where the message does.
     let (_, used) = Message::parse_prefix(&begin, &v1()).unwrap();
     assert_eq!(used, 21);
@@ -539,14 +757,21 @@ fn leftover_bytes_are_an_error_naming_the_message() {
 fn a_change_read_in_the_wrong_stream_state_fails() {
     // Written inside a streamed block (xid 0x49000000 first), read as if outside: the xid
     // becomes the relation id and the relation id's first byte the tuple marker.
-    let streamed_insert = Spec::new(b'I').int32(0x4900_0000).int32(5).int8(b'N').int16(0).0;
+    let streamed_insert = Spec::new(b'I')
+        .int32(0x4900_0000)
+        .int32(5)
+        .int8(b'N')
+        .int16(0)
+        .0;
     assert_eq!(
         Message::parse(&streamed_insert, &v1()).unwrap_err().kind(),
         ErrorKind::InvalidTupleMarker(0)
     );
     // And the other way round: a plain insert read as streamed runs out of bytes.
     let plain_insert = Spec::new(b'I').int32(5).int8(b'N').int16(0).0;
-    assert!(Message::parse(&plain_insert, &streamed()).unwrap_err().is_incomplete());
+    assert!(Message::parse(&plain_insert, &streamed())
+        .unwrap_err()
+        .is_incomplete());
 }
 
 #[test]
@@ -556,18 +781,29 @@ fn protocol_context_refuses_what_pgoutput_refuses() {
         assert_eq!(e.kind(), ErrorKind::UnsupportedProtocolVersion(v));
     }
     assert_eq!(
-        ProtocolContext::new(5, Streaming::Off).unwrap_err().to_string(),
+        ProtocolContext::new(5, Streaming::Off)
+            .unwrap_err()
+            .to_string(),
         "proto_version=5 is not supported; pgoutput has versions 1 to 4"
     );
     let e = ProtocolContext::new(1, Streaming::On).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::UnsupportedStreaming { streaming: Streaming::On, proto_version: 1 });
+    assert_eq!(
+        e.kind(),
+        ErrorKind::UnsupportedStreaming {
+            streaming: Streaming::On,
+            proto_version: 1
+        }
+    );
     let e = ProtocolContext::new(3, Streaming::Parallel).unwrap_err();
     assert_eq!(
         e.to_string(),
         "proto_version=3 does not support streaming = parallel, need 4 or higher"
     );
     let c = ProtocolContext::new(4, Streaming::Parallel).unwrap();
-    assert_eq!((c.proto_version(), c.streaming(), c.in_stream()), (4, Streaming::Parallel, false));
+    assert_eq!(
+        (c.proto_version(), c.streaming(), c.in_stream()),
+        (4, Streaming::Parallel, false)
+    );
     assert!(c.with_in_stream(true).in_stream());
 }
 
@@ -576,14 +812,18 @@ fn writers_refuse_what_does_not_fit_and_leave_the_buffer_alone() {
     let mut out = b"keep".to_vec();
     let too_many = vec![TupleValue::Null; 65_536];
     let e = write_insert(None, 1, &too_many, &mut out).unwrap_err();
-    assert_eq!((e.kind(), e.offset(), e.message_tag()), (ErrorKind::Overflow, 6, Some(b'I')));
+    assert_eq!(
+        (e.kind(), e.offset(), e.message_tag()),
+        (ErrorKind::Overflow, 6, Some(b'I'))
+    );
     assert_eq!(out, b"keep");
     // 65535 values is the most an Int16 counts.
     write_insert(None, 1, &too_many[1..], &mut out).unwrap();
     assert_eq!(out.len(), 4 + 1 + 4 + 1 + 2 + 65_535);
 
     let mut out = Vec::new();
-    let e = write_relation(Some(7), 1, c"s".into(), c"tab".into(), b'x', &[], &mut out).unwrap_err();
+    let e =
+        write_relation(Some(7), 1, c"s".into(), c"tab".into(), b'x', &[], &mut out).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidReplicaIdentity(b'x'));
     // Tag, xid, OID, "s\0", "tab\0": the byte would have been the 15th.
     assert_eq!(e.offset(), 15);

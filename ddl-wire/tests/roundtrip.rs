@@ -36,7 +36,11 @@ fn every_message_type_round_trips_in_every_context() {
             }
         }
     }
-    assert_eq!(seen.len(), common::ALL_TAGS.len(), "every message type was generated");
+    assert_eq!(
+        seen.len(),
+        common::ALL_TAGS.len(),
+        "every message type was generated"
+    );
 }
 
 /// A session in every streaming context goes through the decoder, a pg_recvlogical file and a

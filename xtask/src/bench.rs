@@ -180,8 +180,9 @@ fn workload_description() -> String {
          types (bigint, int, timestamptz, an enum, numeric, real, boolean, uuid, text[], jsonb, text \
          with 1 row in 50 holding a TOASTed 4 kB value) with {ORDERS} rows inserted {ORDERS_PER_TRANSACTION} \
          per transaction, then 1 row in 10 updated (the TOASTed value goes out as unchanged) and 1 in \
-         20 deleted, 1,000 per transaction; `bench_stock` (`REPLICA IDENTITY FULL`) with {STOCK} rows \
-         inserted, half of them updated and a quarter deleted, so old tuples are sent whole"
+         20 deleted by primary key, 1,000 updates or 500 deletes per transaction; `bench_stock` \
+         (`REPLICA IDENTITY FULL`, no key) with {STOCK} rows inserted in one transaction, then 4 \
+         rows in 7 updated and 2 in 7 deleted, each in one transaction, so old tuples are sent whole"
     )
 }
 

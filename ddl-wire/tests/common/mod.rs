@@ -144,7 +144,10 @@ pub fn tags_for(ctx: &ProtocolContext) -> Vec<u8> {
             STREAM_START_TAG | STREAM_STOP_TAG | STREAM_COMMIT_TAG | STREAM_ABORT_TAG => {
                 ctx.proto_version() >= 2
             }
-            BEGIN_PREPARE_TAG | PREPARE_TAG | COMMIT_PREPARED_TAG | ROLLBACK_PREPARED_TAG
+            BEGIN_PREPARE_TAG
+            | PREPARE_TAG
+            | COMMIT_PREPARED_TAG
+            | ROLLBACK_PREPARED_TAG
             | STREAM_PREPARE_TAG => ctx.proto_version() >= 3,
             _ => true,
         })
@@ -551,8 +554,9 @@ impl Model {
                 lsn,
                 prefix,
                 content,
-            } => write_logical_message(*xid, *transactional, *lsn, pg(prefix), content, out)
-                .unwrap(),
+            } => {
+                write_logical_message(*xid, *transactional, *lsn, pg(prefix), content, out).unwrap()
+            }
             Model::StreamStart { xid, first_segment } => {
                 write_stream_start(*xid, *first_segment, out)
             }
@@ -795,52 +799,86 @@ impl Model {
 /// Reads every lazily parsed part of `message` (columns, values, relation ids, names) without
 /// allocating, and folds what it read into a number so none of it is optimised away.
 pub fn walk(message: &Message<'_>) -> u64 {
-    fn name(s: PgStr<'_>) -> u64 {
-        s.len() as u64 + u64::from(s.to_str().is_ok())
-    }
-    fn tuple(t: TupleData<'_>) -> u64 {
-        let mut sum = 0;
-        for value in t {
-            sum += match value {
-                Ok(TupleValue::Null) => 1,
-                Ok(TupleValue::UnchangedToast) => 2,
-                Ok(TupleValue::Text(b)) | Ok(TupleValue::Binary(b)) => 3 + b.len() as u64,
-                Err(e) => 1000 + e.offset() as u64,
-            }
-        }
-        sum
-    }
+    let mut sum = Fold(0);
     match message {
         Message::Relation(r) => {
-            let mut sum = name(r.namespace()) + name(r.name());
+            sum.name(r.namespace());
+            sum.name(r.name());
             for column in r.columns() {
-                sum += match column {
+                match column {
                     Ok(c) => {
-                        name(c.name())
-                            + u64::from(c.type_oid())
-                            + c.type_modifier() as u64
-                            + u64::from(c.is_key())
+                        sum.name(c.name());
+                        sum.add(u64::from(c.type_oid()));
+                        sum.add(c.type_modifier() as u64);
+                        sum.add(u64::from(c.is_key()));
                     }
-                    Err(e) => e.offset() as u64,
-                };
+                    Err(e) => sum.add(e.offset() as u64),
+                }
             }
-            sum
         }
-        Message::Type(t) => name(t.namespace()) + name(t.name()),
-        Message::Origin(o) => name(o.name()),
-        Message::Insert(i) => tuple(i.tuple()),
+        Message::Type(t) => {
+            sum.name(t.namespace());
+            sum.name(t.name());
+        }
+        Message::Origin(o) => sum.name(o.name()),
+        Message::Insert(i) => sum.tuple(i.tuple()),
         Message::Update(u) => {
-            u.key_tuple().map_or(0, tuple) + u.old_tuple().map_or(0, tuple) + tuple(u.new_tuple())
+            if let Some(t) = u.key_tuple() {
+                sum.tuple(t);
+            }
+            if let Some(t) = u.old_tuple() {
+                sum.tuple(t);
+            }
+            sum.tuple(u.new_tuple());
         }
-        Message::Delete(d) => d.key_tuple().map_or(0, tuple) + d.old_tuple().map_or(0, tuple),
-        Message::Truncate(t) => t.rel_ids().map(u64::from).sum::<u64>() + u64::from(t.cascade()),
-        Message::LogicalMessage(m) => name(m.prefix()) + m.content().len() as u64,
-        Message::BeginPrepare(p) => name(p.gid()),
-        Message::Prepare(p) => name(p.gid()),
-        Message::StreamPrepare(p) => name(p.gid()),
-        Message::CommitPrepared(p) => name(p.gid()),
-        Message::RollbackPrepared(p) => name(p.gid()),
-        other => u64::from(other.tag()),
+        Message::Delete(d) => {
+            if let Some(t) = d.key_tuple() {
+                sum.tuple(t);
+            }
+            if let Some(t) = d.old_tuple() {
+                sum.tuple(t);
+            }
+        }
+        Message::Truncate(t) => {
+            for oid in t.rel_ids() {
+                sum.add(u64::from(oid));
+            }
+        }
+        Message::LogicalMessage(m) => {
+            sum.name(m.prefix());
+            sum.add(m.content().len() as u64);
+        }
+        Message::BeginPrepare(p) => sum.name(p.gid()),
+        Message::Prepare(p) => sum.name(p.gid()),
+        Message::StreamPrepare(p) => sum.name(p.gid()),
+        Message::CommitPrepared(p) => sum.name(p.gid()),
+        Message::RollbackPrepared(p) => sum.name(p.gid()),
+        other => sum.add(u64::from(other.tag())),
+    }
+    sum.0
+}
+
+struct Fold(u64);
+
+impl Fold {
+    fn add(&mut self, v: u64) {
+        self.0 = self.0.wrapping_mul(31).wrapping_add(v);
+    }
+
+    fn name(&mut self, s: PgStr<'_>) {
+        self.add(s.len() as u64);
+        self.add(u64::from(s.to_str().is_ok()));
+    }
+
+    fn tuple(&mut self, t: TupleData<'_>) {
+        for value in t {
+            match value {
+                Ok(TupleValue::Null) => self.add(1),
+                Ok(TupleValue::UnchangedToast) => self.add(2),
+                Ok(TupleValue::Text(b)) | Ok(TupleValue::Binary(b)) => self.add(3 + b.len() as u64),
+                Err(e) => self.add(1000 + e.offset() as u64),
+            }
+        }
     }
 }
 
