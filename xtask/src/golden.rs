@@ -11,19 +11,25 @@
 //! parallel, the abort LSN in Stream Abort) came with PostgreSQL 16, so there are no v4
 //! fixtures, and none are made up.
 //!
-//! Without `--check`, the capture goes to a temp directory, is checked (every message type, and
-//! the variants the workload is there for: old key, old tuple, unchanged TOAST, ...), and only
-//! then replaces the fixtures in `ddl-wire/tests/fixtures/`. With `--check`, the capture stays
-//! in the temp directory and is compared with the committed fixtures (same names, same options;
-//! a different sequence of message types is only reported), which must pass the same coverage check. LSNs, xids,
-//! OIDs and timestamps differ from run to run, so bytes are not compared here; a check that
-//! parses and re-encodes every message belongs to ddl-wire and can be given [`capture`]'s list.
+//! Every data file is read with ddl-wire ([`FramedReader`], [`RecvlogicalReader`]) in the
+//! context its meta gives, and every message must parse and encode back byte for byte: what
+//! `ddl-wire/tests/golden.rs` proves for the committed fixtures, proved here for what the
+//! server sends today. The capture must then cover every message type, and the variants the
+//! workload is there for (old key, old tuple, unchanged TOAST, ...).
 //!
-//! Tags are read from the first byte of each message only (no parser): enough for coverage.
+//! Without `--check`, the capture goes to a temp directory, is checked, and only then replaces
+//! the fixtures in `ddl-wire/tests/fixtures/`. With `--check`, the capture stays in the temp
+//! directory and is compared with the committed fixtures (same names, same options; a different
+//! sequence of message types is only reported), which must pass the same checks. LSNs, xids,
+//! OIDs and timestamps differ from run to run, so bytes are not compared between captures.
 
 use crate::Result;
 use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
-use std::collections::BTreeMap;
+use ddl_wire::{
+    write_frame, FramedReader, Message, OldTupleKind, ProtocolContext, RecvlogicalReader,
+    Streaming, TupleValue,
+};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -61,6 +67,27 @@ const fn set(
         messages,
         two_phase,
         recvlogical,
+    }
+}
+
+impl OptionSet {
+    /// The options given to pgoutput, by both readers.
+    fn options(&self) -> Vec<(&'static str, String)> {
+        let mut options = vec![
+            ("proto_version", self.proto_version.to_string()),
+            ("publication_names", PUBLICATIONS.to_string()),
+        ];
+        for (name, on) in [
+            ("streaming", self.streaming),
+            ("binary", self.binary),
+            ("messages", self.messages),
+            ("two_phase", self.two_phase),
+        ] {
+            if on {
+                options.push((name, "on".into()));
+            }
+        }
+        options
     }
 }
 
@@ -266,7 +293,7 @@ const TAGS: &[(u8, &str)] = &[
     (b'p', "Stream Prepare"),
 ];
 
-/// Variants the workload is there for, found by reading a little past the tag.
+/// Variants the workload is there for, found in the parsed messages.
 const FEATURES: &[&str] = &[
     "update/old-key",
     "update/old-tuple",
@@ -408,6 +435,16 @@ impl Meta {
         } == *other
     }
 
+    /// How ddl-wire must read the stream.
+    fn context(&self) -> Result<ProtocolContext> {
+        let streaming = if self.streaming {
+            Streaming::On
+        } else {
+            Streaming::Off
+        };
+        ProtocolContext::new(self.proto_version, streaming).map_err(|e| e.to_string())
+    }
+
     /// The message types this option set must produce (and no others).
     fn expected_tags(&self) -> Vec<u8> {
         let mut tags = b"BORYIUDTC".to_vec();
@@ -461,26 +498,23 @@ pub fn run(args: &[&str]) -> Result {
     let fixture_dir = crate::project_root().join(FIXTURE_DIR);
     let tmp = TempDir::new("golden-capture").map_err(|e| e.to_string())?;
     let captured = capture(tmp.path())?;
-    let messages = read_all(&captured)?;
+    let streams = read_all(&captured)?;
     println!("captured {} fixtures:", captured.len());
-    print_summary(&captured, &messages);
-    check_coverage(&captured, &messages)?;
+    print_summary(&captured, &streams);
+    check_coverage(&captured, &streams)?;
 
     if check {
-        compare_with_committed(&fixture_dir, &captured, &messages)?;
+        compare_with_committed(&fixture_dir, &captured, &streams)?;
         println!(
-            "golden --check: ok ({:.1} s): the capture covers every pgoutput message type of \
+            "golden --check: ok ({:.1} s): every captured message parses with ddl-wire and \
+             re-encodes byte for byte, the capture covers every pgoutput message type of \
              PostgreSQL 15, and the committed fixtures in {FIXTURE_DIR} have the same names, \
-             options and message sequences, and the same coverage",
+             options and coverage",
             started.elapsed().as_secs_f64()
         );
     } else {
         install(&fixture_dir, &captured)?;
-        let total: u64 = captured
-            .iter()
-            .filter_map(|f| std::fs::metadata(&f.data).ok())
-            .map(|m| m.len())
-            .sum();
+        let total: usize = streams.iter().map(|s| s.bytes).sum();
         println!(
             "golden: wrote {} fixtures ({} kB of data) to {FIXTURE_DIR} in {:.1} s",
             captured.len(),
@@ -512,17 +546,10 @@ pub fn capture(dir: &Path) -> Result<Vec<Fixture>> {
 
     // Slots first: the stream starts at their creation.
     for s in OPTION_SETS {
-        let create = if s.two_phase {
-            format!(
-                "SELECT pg_create_logical_replication_slot('{}', 'pgoutput', false, true)",
-                s.name
-            )
-        } else {
-            format!(
-                "SELECT pg_create_logical_replication_slot('{}', 'pgoutput')",
-                s.name
-            )
-        };
+        let create = format!(
+            "SELECT pg_create_logical_replication_slot('{}', 'pgoutput', false, {})",
+            s.name, s.two_phase
+        );
         sql(&pg, &create)?;
         if s.recvlogical {
             recvlogical(&pg, s)
@@ -539,20 +566,12 @@ pub fn capture(dir: &Path) -> Result<Vec<Fixture>> {
     let mut fixtures = Vec::new();
     for s in OPTION_SETS {
         let fixture = Fixture::new(dir, s.name.to_string(), Meta::of(s, Source::Peek));
-        let mut options = format!(
-            "'proto_version', '{}', 'publication_names', '{PUBLICATIONS}'",
-            s.proto_version
-        );
-        for (name, on) in [
-            ("streaming", s.streaming),
-            ("binary", s.binary),
-            ("messages", s.messages),
-            ("two_phase", s.two_phase),
-        ] {
-            if on {
-                write!(options, ", '{name}', 'on'").unwrap();
-            }
-        }
+        let options: Vec<String> = s
+            .options()
+            .iter()
+            .map(|(k, v)| format!("'{k}', '{v}'"))
+            .collect();
+        let options = options.join(", ");
         let hex = sql(
             &pg,
             &format!(
@@ -562,9 +581,7 @@ pub fn capture(dir: &Path) -> Result<Vec<Fixture>> {
         )?;
         let mut bytes = Vec::new();
         for line in hex.lines() {
-            let frame = unhex(line)?;
-            bytes.extend_from_slice(&(frame.len() as u32).to_be_bytes());
-            bytes.extend_from_slice(&frame);
+            write_frame(&unhex(line)?, &mut bytes).map_err(|e| e.to_string())?;
         }
         write(&fixture.data, &bytes)?;
         write(
@@ -595,18 +612,9 @@ pub fn capture(dir: &Path) -> Result<Vec<Fixture>> {
 /// pg_recvlogical for option set `s` (its own slot, `NAME_recvlogical`).
 fn recvlogical(pg: &Cluster, s: &OptionSet) -> ddl_testkit::RecvLogical {
     let mut r = pg.recvlogical(DB, &format!("{}_recvlogical", s.name));
-    r.two_phase(s.two_phase)
-        .option("proto_version", &s.proto_version.to_string())
-        .option("publication_names", PUBLICATIONS);
-    for (name, on) in [
-        ("streaming", s.streaming),
-        ("binary", s.binary),
-        ("messages", s.messages),
-        ("two_phase", s.two_phase),
-    ] {
-        if on {
-            r.option(name, "on");
-        }
+    r.two_phase(s.two_phase);
+    for (k, v) in s.options() {
+        r.option(k, &v);
     }
     r
 }
@@ -638,221 +646,184 @@ fn unhex(line: &str) -> Result<Vec<u8>> {
         .collect()
 }
 
-/// Splits a `.frames` file into its messages.
-pub fn split_frames(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        if rest.len() < 4 {
-            return Err("truncated frame length".into());
-        }
-        let len = u32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
-        rest = &rest[4..];
-        if rest.len() < len || len == 0 {
-            return Err(format!("bad frame of {len} bytes with {} left", rest.len()));
-        }
-        out.push(rest[..len].to_vec());
-        rest = &rest[len..];
-    }
-    Ok(out)
+/// What reading one fixture's data file with ddl-wire found.
+#[derive(Debug, Default)]
+struct Stream {
+    /// The file's size.
+    bytes: usize,
+    /// Each message's bytes, which are its re-encoding; `m[0]` is its type.
+    messages: Vec<Vec<u8>>,
+    /// The [`FEATURES`] variants found.
+    features: BTreeSet<&'static str>,
 }
 
-/// The messages of every fixture, in order. A `.recvlogical` file cannot be split without a
-/// parser (messages may contain `\n`), so it must equal the peek fixture with the same options
-/// with a `\n` after each message, and its messages are that fixture's.
-pub fn read_all(fixtures: &[Fixture]) -> Result<Vec<Vec<Vec<u8>>>> {
-    let mut peeked: Vec<(&Meta, Vec<Vec<u8>>)> = Vec::new();
-    for f in fixtures.iter().filter(|f| f.meta.source == Source::Peek) {
-        peeked.push((
-            &f.meta,
-            split_frames(&read(&f.data)?).map_err(|e| format!("{}: {e}", f.data.display()))?,
-        ));
-    }
-    let mut all = Vec::new();
-    for f in fixtures {
-        if f.meta.source == Source::Peek {
-            let (_, m) = peeked
-                .iter()
-                .find(|(m, _)| **m == f.meta)
-                .expect("read above");
-            all.push(m.clone());
-            continue;
+impl Stream {
+    /// Reads a data file: every message must parse (its lazily read tuples and columns too) and
+    /// encode back to exactly `bytes`.
+    fn read(file: &[u8], meta: &Meta) -> Result<Stream> {
+        let ctx = meta.context()?;
+        let mut s = Stream {
+            bytes: file.len(),
+            ..Stream::default()
+        };
+        // `position()` is where the next message starts, so the one just read ends there, or
+        // one byte before under pg_recvlogical's '\n'. Both readers read to the end or fail.
+        let in_stream = match meta.source {
+            Source::Peek => {
+                let mut r = FramedReader::new(file, ctx);
+                while let Some(item) = r.next() {
+                    let (at, m) = item.map_err(|e| e.to_string())?;
+                    s.push(&file[at..r.position()], at, &m)?;
+                }
+                r.decoder().in_stream()
+            }
+            Source::RecvLogical => {
+                let mut r = RecvlogicalReader::new(file, ctx);
+                while let Some(item) = r.next() {
+                    let (at, m) = item.map_err(|e| e.to_string())?;
+                    s.push(&file[at..r.position() - 1], at, &m)?;
+                }
+                r.decoder().in_stream()
+            }
+        };
+        // Streamed blocks open and close while one WAL record is decoded.
+        if in_stream {
+            return Err("ends inside a streamed block".into());
         }
-        let (_, m) = peeked
-            .iter()
-            .find(|(m, _)| m.same_stream(&f.meta))
-            .ok_or_else(|| format!("{}: no peek fixture with the same options", f.name))?;
-        let expected: Vec<u8> = m
-            .iter()
-            .flat_map(|msg| msg.iter().copied().chain([b'\n']))
-            .collect();
-        let got = read(&f.data)?;
-        if got != expected {
-            let at = got
-                .iter()
-                .zip(&expected)
-                .take_while(|(a, b)| a == b)
-                .count();
+        if s.messages.is_empty() {
+            return Err("no messages".into());
+        }
+        Ok(s)
+    }
+
+    fn push(&mut self, bytes: &[u8], at: usize, m: &Message<'_>) -> Result {
+        let n = self.messages.len() + 1;
+        let mut again = Vec::with_capacity(bytes.len());
+        m.encode(&mut again);
+        let at = format!("message {n} ({:?} at byte {at})", m.tag() as char);
+        if again != bytes {
             return Err(format!(
-                "{}: pg_recvlogical's bytes differ from the peek of the same options at offset {at} \
-                 ({} bytes against {})",
-                f.data.display(),
-                got.len(),
-                expected.len()
+                "{at} does not re-encode to its {} bytes",
+                bytes.len()
             ));
         }
-        all.push(m.clone());
+        note_features(m, &mut self.features).map_err(|e| format!("{at}: {e}"))?;
+        self.messages.push(again);
+        Ok(())
     }
-    Ok(all)
 }
 
-/// Counts messages per tag.
-fn tag_counts(messages: &[Vec<u8>]) -> BTreeMap<u8, usize> {
+/// Adds the [`FEATURES`] variants `m` shows, reading its tuples and columns on the way.
+fn note_features(
+    m: &Message<'_>,
+    found: &mut BTreeSet<&'static str>,
+) -> std::result::Result<(), ddl_wire::Error> {
+    let either = |yes, a, b| if yes { a } else { b };
+    let tuples = match m {
+        Message::Insert(i) => vec![i.tuple()],
+        Message::Update(u) => {
+            found.insert(match u.old_tuple_kind() {
+                None => "update/new-only",
+                Some(OldTupleKind::Key) => "update/old-key",
+                Some(OldTupleKind::Full) => "update/old-tuple",
+            });
+            let old = u.key_tuple().or_else(|| u.old_tuple());
+            old.into_iter().chain([u.new_tuple()]).collect()
+        }
+        Message::Delete(d) => {
+            let key = d.old_tuple_kind() == OldTupleKind::Key;
+            found.insert(either(key, "delete/old-key", "delete/old-tuple"));
+            d.key_tuple()
+                .or_else(|| d.old_tuple())
+                .into_iter()
+                .collect()
+        }
+        Message::Truncate(t) => {
+            found.extend(t.cascade().then_some("truncate/cascade"));
+            found.extend(t.restart_identity().then_some("truncate/restart-identity"));
+            vec![]
+        }
+        Message::LogicalMessage(lm) => {
+            let tx = lm.transactional();
+            found.insert(either(
+                tx,
+                "message/transactional",
+                "message/non-transactional",
+            ));
+            vec![]
+        }
+        Message::StreamAbort(a) => {
+            let top = a.xid() == a.subxid();
+            found.insert(either(top, "stream-abort/top", "stream-abort/subxact"));
+            vec![]
+        }
+        Message::Relation(r) => {
+            r.columns().try_for_each(|c| c.map(drop))?;
+            vec![]
+        }
+        _ => vec![],
+    };
+    for value in tuples.into_iter().flatten() {
+        found.insert(match value? {
+            TupleValue::Null => "column/null",
+            TupleValue::UnchangedToast => "column/unchanged-toast",
+            TupleValue::Text(_) => "column/text",
+            TupleValue::Binary(_) => "column/binary",
+        });
+    }
+    Ok(())
+}
+
+/// Reads every fixture. A pg_recvlogical file must hold the same messages as the peek fixture
+/// with the same options: as its reader found the '\n' after each and nothing else, the file
+/// is then byte for byte that fixture's messages, each followed by '\n'.
+fn read_all(fixtures: &[Fixture]) -> Result<Vec<Stream>> {
+    let streams = fixtures
+        .iter()
+        .map(|f| Stream::read(&read(&f.data)?, &f.meta).map_err(|e| format!("{}: {e}", f.name)))
+        .collect::<Result<Vec<_>>>()?;
+    for (f, s) in fixtures.iter().zip(&streams) {
+        if f.meta.source != Source::RecvLogical {
+            continue;
+        }
+        let (_, peek) = fixtures
+            .iter()
+            .zip(&streams)
+            .find(|(p, _)| p.meta.source == Source::Peek && p.meta.same_stream(&f.meta))
+            .ok_or_else(|| format!("{}: no peek fixture with the same options", f.name))?;
+        if s.messages != peek.messages {
+            let same = s.messages.iter().zip(&peek.messages);
+            let n = same.take_while(|(a, b)| a == b).count() + 1;
+            return Err(format!(
+                "{}: pg_recvlogical's message {n} differs from the peek of the same options \
+                 ({} messages against {})",
+                f.name,
+                s.messages.len(),
+                peek.messages.len()
+            ));
+        }
+    }
+    Ok(streams)
+}
+
+/// Counts messages per type.
+fn tag_counts(s: &Stream) -> BTreeMap<u8, usize> {
     let mut counts = BTreeMap::new();
-    for m in messages {
+    for m in &s.messages {
         *counts.entry(m[0]).or_insert(0) += 1;
     }
     counts
 }
 
-/// Counts the [`FEATURES`] in a stream. Reads a few fields past the tag: inside a stream
-/// (between Stream Start and Stream Stop) data messages carry the xid first.
-fn features(messages: &[Vec<u8>]) -> Result<BTreeMap<&'static str, usize>> {
-    let mut found = BTreeMap::new();
-    let mut in_stream = false;
-    for m in messages {
-        let mut r = Reader { buf: m, pos: 1 };
-        let tag = m[0];
-        if in_stream && b"RYIUDTM".contains(&tag) {
-            r.take(4)?; // xid
-        }
-        let mut note = |f: &'static str| *found.entry(f).or_insert(0) += 1;
-        match tag {
-            b'S' => in_stream = true,
-            b'E' => in_stream = false,
-            b'I' => {
-                r.take(4)?; // relation
-                r.expect(b'N')?;
-                columns(&mut r, &mut note)?;
-            }
-            b'U' => {
-                r.take(4)?;
-                match r.byte()? {
-                    b'N' => note("update/new-only"),
-                    old => {
-                        note(if old == b'K' {
-                            "update/old-key"
-                        } else {
-                            "update/old-tuple"
-                        });
-                        columns(&mut r, &mut note)?;
-                        r.expect(b'N')?;
-                    }
-                }
-                columns(&mut r, &mut note)?;
-            }
-            b'D' => {
-                r.take(4)?;
-                note(if r.byte()? == b'K' {
-                    "delete/old-key"
-                } else {
-                    "delete/old-tuple"
-                });
-                columns(&mut r, &mut note)?;
-            }
-            b'T' => {
-                r.take(4)?; // number of relations
-                let flags = r.byte()?;
-                if flags & 1 != 0 {
-                    note("truncate/cascade");
-                }
-                if flags & 2 != 0 {
-                    note("truncate/restart-identity");
-                }
-            }
-            b'M' => note(if r.byte()? & 1 != 0 {
-                "message/transactional"
-            } else {
-                "message/non-transactional"
-            }),
-            b'A' => {
-                let xid = r.take(4)?;
-                let subxid = r.take(4)?;
-                note(if xid == subxid {
-                    "stream-abort/top"
-                } else {
-                    "stream-abort/subxact"
-                });
-            }
-            _ => {}
-        }
-    }
-    Ok(found)
-}
-
-/// TupleData: the kind of each column.
-fn columns(r: &mut Reader<'_>, note: &mut impl FnMut(&'static str)) -> Result {
-    let n = u16::from_be_bytes(r.take(2)?.try_into().unwrap());
-    for _ in 0..n {
-        match r.byte()? {
-            b'n' => note("column/null"),
-            b'u' => note("column/unchanged-toast"),
-            kind @ (b't' | b'b') => {
-                note(if kind == b't' {
-                    "column/text"
-                } else {
-                    "column/binary"
-                });
-                let len = u32::from_be_bytes(r.take(4)?.try_into().unwrap());
-                r.take(len as usize)?;
-            }
-            k => return Err(format!("unknown column kind {:?}", k as char)),
-        }
-    }
-    Ok(())
-}
-
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos + n;
-        let s = self
-            .buf
-            .get(self.pos..end)
-            .ok_or_else(|| format!("message {:?} ends early", self.buf[0] as char))?;
-        self.pos = end;
-        Ok(s)
-    }
-
-    fn byte(&mut self) -> Result<u8> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn expect(&mut self, want: u8) -> Result {
-        match self.byte()? {
-            b if b == want => Ok(()),
-            b => Err(format!(
-                "expected {:?}, found {:?}",
-                want as char, b as char
-            )),
-        }
-    }
-}
-
-fn print_summary(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) {
+fn print_summary(fixtures: &[Fixture], streams: &[Stream]) {
     let width = fixtures.iter().map(|f| f.name.len()).max().unwrap_or(0);
-    for (f, m) in fixtures.iter().zip(messages) {
-        let counts = tag_counts(m);
-        let bytes = std::fs::metadata(&f.data).map(|m| m.len()).unwrap_or(0);
+    for (f, s) in fixtures.iter().zip(streams) {
+        let counts = tag_counts(s);
         let mut line = format!(
             "  {:width$} {:>6} bytes {:>5} msgs ",
             f.name,
-            bytes,
-            m.len()
+            s.bytes,
+            s.messages.len()
         );
         for (tag, _) in TAGS {
             if let Some(n) = counts.get(tag) {
@@ -865,12 +836,12 @@ fn print_summary(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) {
 
 /// Every fixture has exactly the message types its options allow, and the union has every
 /// type and every [`FEATURES`] variant.
-fn check_coverage(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) -> Result {
+fn check_coverage(fixtures: &[Fixture], streams: &[Stream]) -> Result {
     let mut problems = Vec::new();
     let mut seen_tags = BTreeMap::new();
-    let mut seen_features = BTreeMap::new();
-    for (f, m) in fixtures.iter().zip(messages) {
-        let counts = tag_counts(m);
+    let mut seen_features: BTreeSet<&str> = BTreeSet::new();
+    for (f, s) in fixtures.iter().zip(streams) {
+        let counts = tag_counts(s);
         let expected = f.meta.expected_tags();
         let missing: String = expected
             .iter()
@@ -891,8 +862,7 @@ fn check_coverage(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) -> Result {
         for (t, n) in counts {
             *seen_tags.entry(t).or_insert(0) += n;
         }
-        let feats = features(m).map_err(|e| format!("{}: {e}", f.name))?;
-        if f.meta.binary != feats.contains_key("column/binary") {
+        if f.meta.binary != s.features.contains("column/binary") {
             problems.push(format!(
                 "{}: binary={} but column/binary {}",
                 f.name,
@@ -900,9 +870,7 @@ fn check_coverage(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) -> Result {
                 if f.meta.binary { "missing" } else { "present" }
             ));
         }
-        for (k, n) in feats {
-            *seen_features.entry(k).or_insert(0) += n;
-        }
+        seen_features.extend(&s.features);
     }
     let missing: Vec<String> = TAGS
         .iter()
@@ -917,7 +885,7 @@ fn check_coverage(fixtures: &[Fixture], messages: &[Vec<Vec<u8>>]) -> Result {
     }
     let missing: Vec<&str> = FEATURES
         .iter()
-        .filter(|k| !seen_features.contains_key(*k))
+        .filter(|k| !seen_features.contains(*k))
         .copied()
         .collect();
     if !missing.is_empty() {
@@ -958,7 +926,7 @@ pub fn fixtures_in(dir: &Path) -> Result<Vec<Fixture>> {
     Ok(out)
 }
 
-fn compare_with_committed(dir: &Path, captured: &[Fixture], messages: &[Vec<Vec<u8>>]) -> Result {
+fn compare_with_committed(dir: &Path, captured: &[Fixture], streams: &[Stream]) -> Result {
     let committed = fixtures_in(dir)?;
     let mut problems = Vec::new();
     for f in &committed {
@@ -994,22 +962,22 @@ fn compare_with_committed(dir: &Path, captured: &[Fixture], messages: &[Vec<Vec<
         ));
     }
     println!("committed fixtures in {FIXTURE_DIR}:");
-    let committed_messages = read_all(&committed)?;
-    print_summary(&committed, &committed_messages);
-    check_coverage(&committed, &committed_messages)?;
+    let committed_streams = read_all(&committed)?;
+    print_summary(&committed, &committed_streams);
+    check_coverage(&committed, &committed_streams)?;
     // Where a large transaction starts streaming depends on the server's memory accounting, so
     // another PostgreSQL build may cut the stream elsewhere: a different sequence is reported,
     // not failed; coverage (above) is what must hold.
-    for (c, m) in captured.iter().zip(messages) {
+    let types = |s: &Stream| s.messages.iter().map(|m| m[0]).collect::<Vec<u8>>();
+    for (c, s) in captured.iter().zip(streams) {
         let Some(i) = committed.iter().position(|f| f.name == c.name) else {
             continue;
         };
-        let now: Vec<u8> = m.iter().map(|msg| msg[0]).collect();
-        let then: Vec<u8> = committed_messages[i].iter().map(|msg| msg[0]).collect();
+        let (now, then) = (types(s), types(&committed_streams[i]));
         if now != then {
-            let at = now.iter().zip(&then).take_while(|(a, b)| a == b).count();
+            let n = now.iter().zip(&then).take_while(|(a, b)| a == b).count() + 1;
             println!(
-                "note: {}: the message sequence differs from the committed one at message {at} \
+                "note: {}: the message sequence differs from the committed one at message {n} \
                  ({} messages now, {} committed); `cargo xtask golden` would refresh it",
                 c.name,
                 now.len(),
@@ -1049,26 +1017,7 @@ fn install(dir: &Path, captured: &[Fixture]) -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(msgs: &[&[u8]]) -> Vec<u8> {
-        let mut out = Vec::new();
-        for m in msgs {
-            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
-            out.extend_from_slice(m);
-        }
-        out
-    }
-
-    #[test]
-    fn frames_split_and_reject_truncation() {
-        let bytes = frame(&[b"Babc", b"C"]);
-        assert_eq!(
-            split_frames(&bytes).unwrap(),
-            vec![b"Babc".to_vec(), b"C".to_vec()]
-        );
-        assert!(split_frames(&bytes[..bytes.len() - 1]).is_err());
-        assert!(split_frames(&[0, 0]).is_err());
-    }
+    use ddl_wire::{write_stream_abort, write_stream_start, write_stream_stop, write_update};
 
     #[test]
     fn meta_round_trips_and_ignores_comments() {
@@ -1082,34 +1031,44 @@ mod tests {
     }
 
     #[test]
-    fn features_read_past_the_xid_inside_streams() {
-        let rel = [0, 0, 0x40, 0];
-        let xid = [0, 0, 2, 0];
-        // Update with old key: K, 1 column text "1"; N, 2 columns: null, unchanged.
-        let mut update = vec![b'U'];
-        update.extend_from_slice(&rel);
-        update.extend_from_slice(&[b'K', 0, 1, b't', 0, 0, 0, 1, b'1']);
-        update.extend_from_slice(&[b'N', 0, 2, b'n', b'u']);
-        let mut streamed = vec![b'U'];
-        streamed.extend_from_slice(&xid);
-        streamed.extend_from_slice(&update[1..]);
-        let abort_sub = [b'A', 0, 0, 2, 0, 0, 0, 2, 1];
-        let msgs = vec![
-            update.clone(),
-            b"S\0\0\x02\0\x01".to_vec(),
-            streamed,
-            b"E".to_vec(),
-            abort_sub.to_vec(),
-            vec![b'T', 0, 0, 0, 2, 3, 0, 0, 0, 1, 0, 0, 0, 2],
-        ];
-        let f = features(&msgs).unwrap();
-        assert_eq!(f["update/old-key"], 2);
-        assert_eq!(f["column/unchanged-toast"], 2);
-        assert_eq!(f["column/null"], 2);
-        assert_eq!(f["stream-abort/subxact"], 1);
-        assert_eq!(f["truncate/cascade"], 1);
-        assert_eq!(f["truncate/restart-identity"], 1);
-        assert!(features(&[b"I\0\0".to_vec()]).is_err());
+    fn frames_and_recvlogical_read_alike_and_errors_name_the_message() {
+        // An update with an old key inside a streamed block (after the xid), a subtransaction's
+        // Stream Abort.
+        let old = [TupleValue::Text(b"1")];
+        let old = Some((OldTupleKind::Key, &old[..]));
+        let mut m = vec![Vec::new(); 4];
+        write_stream_start(512, true, &mut m[0]);
+        write_update(Some(512), 1, old, &[TupleValue::UnchangedToast], &mut m[1]).unwrap();
+        write_stream_stop(&mut m[2]);
+        write_stream_abort(512, 513, None, &mut m[3]);
+        let (mut frames, mut lines) = (Vec::new(), Vec::new());
+        for m in &m {
+            write_frame(m, &mut frames).unwrap();
+            lines.extend(m.iter().chain(b"\n"));
+        }
+        let v2 = |source| Meta::of(&OPTION_SETS[3], source);
+        let peek = Stream::read(&frames, &v2(Source::Peek)).unwrap();
+        let recv = Stream::read(&lines, &v2(Source::RecvLogical)).unwrap();
+        assert_eq!((&peek.messages, &recv.features), (&m, &peek.features));
+        let found: Vec<&str> = peek.features.into_iter().collect();
+        assert_eq!(
+            found,
+            [
+                "column/text",
+                "column/unchanged-toast",
+                "stream-abort/subxact",
+                "update/old-key"
+            ]
+        );
+
+        // Stream Abort inside the block (Stream Stop left out), and a file that ends there.
+        let (stop, abort) = (frames.len() - 18, frames.len() - 13);
+        let inside = [&frames[..stop], &frames[abort..]].concat();
+        let err = Stream::read(&inside, &v2(Source::Peek)).unwrap_err();
+        assert!(err.starts_with("message 3: Stream Abort"), "{err}");
+        assert!(err.ends_with("at byte 40"), "{err}");
+        let err = Stream::read(&frames[..stop], &v2(Source::Peek)).unwrap_err();
+        assert_eq!(err, "ends inside a streamed block");
     }
 
     #[test]
@@ -1120,8 +1079,11 @@ mod tests {
             "x".into(),
             Meta::of(&OPTION_SETS[0], Source::Peek),
         )];
-        let messages = vec![vec![b"B".to_vec(), b"C".to_vec()]];
-        let err = check_coverage(&fixtures, &messages).unwrap_err();
+        let streams = vec![Stream {
+            messages: vec![b"B".to_vec(), b"C".to_vec()],
+            ..Stream::default()
+        }];
+        let err = check_coverage(&fixtures, &streams).unwrap_err();
         assert!(err.contains("x: no message of type ORYIUDT"), "{err}");
         assert!(err.contains("p (Stream Prepare)"), "{err}");
         assert!(err.contains("update/old-key"), "{err}");

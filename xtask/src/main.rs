@@ -9,6 +9,7 @@
 //! cargo xtask setup                 install everything the project needs (idempotent)
 //! cargo xtask test                  fmt, clippy, unit/property/golden tests, pgrx tests
 //! cargo xtask package               release artifacts into target/package/ (PostgreSQL layout)
+//! cargo xtask install [--debug]     build and install into the PostgreSQL of pg_config
 //! cargo xtask golden [--check]      capture pgoutput fixtures from a throwaway PostgreSQL 15
 //! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
 //! ```
@@ -16,6 +17,7 @@
 mod bench;
 mod cmd;
 mod golden;
+mod install;
 mod package;
 mod setup;
 mod test;
@@ -26,7 +28,8 @@ use std::process::ExitCode;
 /// What a task returns: a message for the user on failure.
 pub type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask <setup|test|package|golden [--check]|bench wire>";
+const USAGE: &str =
+    "usage: cargo xtask <setup|test|package|install [--debug]|golden [--check]|bench wire>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,6 +38,7 @@ fn main() -> ExitCode {
         ["setup"] => setup::run(),
         ["test", rest @ ..] => test::run(rest),
         ["package"] => package::run(),
+        ["install", rest @ ..] => install::run(rest),
         ["golden", rest @ ..] => golden::run(rest),
         ["bench", rest @ ..] => bench::run(rest),
         ["help" | "--help" | "-h"] => {

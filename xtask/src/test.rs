@@ -5,6 +5,7 @@
 //! `postgres` OS user, because root cannot run a server.
 
 use crate::cmd::Cmd;
+use crate::install::{install, Profile};
 use crate::{golden, project_root, setup, Result};
 
 /// Crates that build and test without pgrx.
@@ -18,8 +19,9 @@ const CARGO_TEST_CRATES: &[&str] = &[
     "xtask",
 ];
 
-/// Crates with `#[pg_test]`s, each run by `cargo pgrx test` in its own directory.
-const PGRX_CRATES: &[&str] = &["ddl-decode", "ddl-apply"];
+/// Crates with `#[pg_test]`s, each run by `cargo pgrx test` in its own directory. (`ddl-decode`
+/// is a plugin, not an extension: `ddl-e2e` tests it on clusters.)
+const PGRX_CRATES: &[&str] = &["ddl-apply"];
 
 pub fn run(args: &[&str]) -> Result {
     if let Some(a) = args.first() {
@@ -56,6 +58,14 @@ pub fn run(args: &[&str]) -> Result {
     for c in PGRX_CRATES {
         pgrx_test(c)?;
     }
+    // The end-to-end tests load the libraries from the server's directories, as a user's
+    // server would, so the current build is installed first.
+    install(Profile::Debug)?;
+    Cmd::new("cargo")
+        .args(["test", "-p", "ddl-e2e"])
+        .env_remove("RUST_BACKTRACE")
+        .dir(&root)
+        .run()?;
     println!("test: all passed");
     Ok(())
 }

@@ -1,0 +1,547 @@
+//! `ddl-dump`: prints the pgoutput messages of a pg_recvlogical output file, one line each,
+//! with the DDL statements a `ddl_pgoutput` stream carries shown as DDL.
+//!
+//! ```text
+//! ddl-dump [--proto-version N] [--streaming-parallel] [--format text|json] [--verify] [FILE|-]
+//! ```
+//!
+//! The input is read as it arrives (`pg_recvlogical ... -f - | ddl-dump`), so each message is
+//! printed as soon as it is whole. Exit status: 0 done, 1 `--verify` found a message that does
+//! not re-encode to its bytes, 2 the input is cut short or invalid (or cannot be read), 64 usage.
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use ddl_wire::{ProtocolContext, StreamDecoder, Streaming};
+
+#[path = "ddl-dump/render.rs"]
+mod render;
+#[path = "ddl-dump/show.rs"]
+mod show;
+
+use render::{At, Format, Printer};
+
+const USAGE: &str = "usage: ddl-dump [--proto-version N] [--streaming-parallel] \
+                     [--format text|json] [--verify] [FILE|-]";
+
+const HELP: &str = "\
+Prints the pgoutput messages of a pg_recvlogical output file (each message followed by one
+'\\n'), one line per message. Inserts on ddl_sync.events and ddl_sync logical messages are shown
+as the DDL statements they carry.
+
+Reads FILE, or standard input when FILE is '-' or missing, as it arrives:
+  pg_recvlogical -d db --slot s --start -o proto_version=1 -o publication_names=p -f - | ddl-dump -
+
+Options:
+  --proto-version N     the proto_version the stream was started with (1 to 4, default 1);
+                        streaming is taken as 'on' from version 2
+  --streaming-parallel  the stream was started with streaming = parallel (proto_version 4)
+  --format text|json    one line of text (default), or one JSON object, per message
+  --verify              check that every message re-encodes to exactly its bytes
+  -h, --help            this help
+  -V, --version         the version
+
+Exit status: 0 done, 1 --verify found a difference, 2 the input is cut short, invalid or
+unreadable, 64 usage error.";
+
+const EXIT_VERIFY: u8 = 1;
+const EXIT_INPUT: u8 = 2;
+const EXIT_USAGE: u8 = 64;
+
+/// What the command line asks for.
+#[derive(Debug)]
+struct Options {
+    proto_version: u32,
+    parallel: bool,
+    format: Format,
+    verify: bool,
+    /// `None` for standard input.
+    path: Option<PathBuf>,
+}
+
+#[derive(Debug)]
+enum Command {
+    Dump(Options),
+    Help,
+    Version,
+}
+
+fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, String> {
+    let mut proto_version = None;
+    let mut parallel = false;
+    let mut format = None;
+    let mut verify = false;
+    let mut path: Option<Option<PathBuf>> = None;
+    let mut options_done = false;
+    while let Some(arg) = args.next() {
+        let text = arg.to_str();
+        if options_done || text == Some("-") || !text.is_some_and(|t| t.starts_with('-')) {
+            // A file name (possibly not UTF-8), or '-' for standard input.
+            if path.is_some() {
+                return Err(format!(
+                    "only one input file may be given, got a second: {}",
+                    arg.to_string_lossy()
+                ));
+            }
+            path = Some((text != Some("-")).then(|| PathBuf::from(arg)));
+            continue;
+        }
+        let text = text.unwrap_or_default();
+        let (name, inline) = match text.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
+            _ => (text, None),
+        };
+        let mut value = |what: &str| -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => match args.next() {
+                    Some(v) => v
+                        .into_string()
+                        .map_err(|v| format!("{name}: {} is not {what}", v.to_string_lossy())),
+                    None => Err(format!("{name} needs a value ({what})")),
+                },
+            }
+        };
+        match name {
+            "--" => options_done = true,
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            "--proto-version" => {
+                let v = value("a protocol version")?;
+                let n = v
+                    .parse()
+                    .map_err(|_| format!("--proto-version: '{v}' is not a number"))?;
+                if proto_version.replace(n).is_some() {
+                    return Err("--proto-version given twice".into());
+                }
+            }
+            "--format" => {
+                let f = match value("text or json")?.as_str() {
+                    "text" => Format::Text,
+                    "json" => Format::Json,
+                    other => {
+                        return Err(format!("--format: '{other}' is not text or json"));
+                    }
+                };
+                if format.replace(f).is_some() {
+                    return Err("--format given twice".into());
+                }
+            }
+            "--streaming-parallel" | "--verify" if inline.is_some() => {
+                return Err(format!("{name} takes no value"));
+            }
+            "--streaming-parallel" => parallel = true,
+            "--verify" => verify = true,
+            _ => return Err(format!("unknown option '{text}'")),
+        }
+    }
+    Ok(Command::Dump(Options {
+        proto_version: proto_version.unwrap_or(1),
+        parallel,
+        format: format.unwrap_or(Format::Text),
+        verify,
+        path: path.flatten(),
+    }))
+}
+
+/// The protocol context the options describe: `streaming = on` from version 2 (a stream that
+/// was started without it just never sends streaming messages), `parallel` when asked.
+fn context(options: &Options) -> Result<ProtocolContext, ddl_wire::Error> {
+    let streaming = if options.parallel {
+        Streaming::Parallel
+    } else if options.proto_version >= 2 {
+        Streaming::On
+    } else {
+        Streaming::Off
+    };
+    ProtocolContext::new(options.proto_version, streaming)
+}
+
+/// Why a dump stopped early.
+enum Stop {
+    /// The input is cut short or invalid: message `number`, at file offset `offset`.
+    Input {
+        number: u64,
+        offset: u64,
+        what: String,
+    },
+    /// The input could not be read.
+    Read(io::Error),
+    /// `--verify`: a message re-encodes differently.
+    Verify {
+        number: u64,
+        tag: u8,
+        offset: u64,
+        expected: Option<u8>,
+        actual: Option<u8>,
+    },
+    /// Standard output went away (`| head`): not an error.
+    BrokenPipe,
+    /// Standard output failed otherwise.
+    Write(io::Error),
+}
+
+impl From<io::Error> for Stop {
+    /// An error writing the output.
+    fn from(e: io::Error) -> Stop {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            Stop::BrokenPipe
+        } else {
+            Stop::Write(e)
+        }
+    }
+}
+
+/// What was dumped.
+struct Summary {
+    messages: u64,
+    bytes: u64,
+}
+
+/// How much to read at a time (at least: a message that does not fit grows the buffer).
+const CHUNK: usize = 64 * 1024;
+
+/// Dumps `input` to `out`, reading incrementally: every whole message in the buffer is
+/// printed, then the output is flushed before waiting for more input.
+fn dump(
+    input: &mut dyn Read,
+    name: &str,
+    options: &Options,
+    ctx: ProtocolContext,
+    out: &mut dyn Write,
+) -> Result<Summary, Stop> {
+    let mut decoder = StreamDecoder::new(ctx);
+    let mut printer = Printer::new(options.format);
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK);
+    // buf[start..] is not consumed yet; buf[0] is at file offset `base`.
+    let mut start = 0usize;
+    let mut base = 0u64;
+    let mut eof = false;
+    let mut number = 0u64;
+    let mut again = Vec::new();
+    loop {
+        while start < buf.len() {
+            let rest = &buf[start..];
+            let offset = base + start as u64;
+            let before = decoder.clone();
+            let (message, used) = match decoder.decode_prefix(rest) {
+                Ok(parsed) => parsed,
+                // More input may complete the message.
+                Err(e) if e.is_incomplete() && !eof => break,
+                Err(e) => {
+                    let mut what = wire_error(&e);
+                    if e.is_incomplete() {
+                        what.push_str(" (the input is cut short)");
+                    }
+                    return Err(Stop::Input {
+                        number: number + 1,
+                        offset: offset + e.offset() as u64,
+                        what,
+                    });
+                }
+            };
+            match rest.get(used) {
+                Some(b'\n') => {}
+                Some(&other) => {
+                    return Err(Stop::Input {
+                        number: number + 1,
+                        offset: offset + used as u64,
+                        what: format!(
+                            "{}: expected the '\\n' pg_recvlogical writes after each message, \
+                             found {}",
+                            describe(message.tag()),
+                            byte(Some(other))
+                        ),
+                    });
+                }
+                None if eof => {
+                    return Err(Stop::Input {
+                        number: number + 1,
+                        offset: offset + used as u64,
+                        what: format!(
+                            "{}: the input ends without the '\\n' pg_recvlogical writes after \
+                             each message (the input is cut short)",
+                            describe(message.tag())
+                        ),
+                    });
+                }
+                None => {
+                    // Parse it again once the '\n' is there.
+                    decoder = before;
+                    break;
+                }
+            }
+            number += 1;
+            if options.verify {
+                again.clear();
+                message.encode(&mut again);
+                let bytes = &rest[..used];
+                if again != bytes {
+                    let at = bytes
+                        .iter()
+                        .zip(&again)
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(bytes.len().min(again.len()));
+                    return Err(Stop::Verify {
+                        number,
+                        tag: message.tag(),
+                        offset: offset + at as u64,
+                        expected: bytes.get(at).copied(),
+                        actual: again.get(at).copied(),
+                    });
+                }
+            }
+            let rendered = printer.message(at(offset, number), &message);
+            out.write_all(rendered.line.as_bytes())?;
+            out.write_all(b"\n")?;
+            if let Some(warning) = rendered.warning {
+                // Keep the warning next to its line on a terminal.
+                out.flush()?;
+                report(&format!(
+                    "{name}: warning: message {number} at byte {offset}: {warning}"
+                ));
+            }
+            start += used + 1;
+        }
+        if eof {
+            return Ok(Summary {
+                messages: number,
+                bytes: base + buf.len() as u64,
+            });
+        }
+        // Everything whole is printed: show it before waiting for more.
+        out.flush()?;
+        if start > 0 {
+            buf.drain(..start);
+            base += start as u64;
+            start = 0;
+        }
+        // Read at least as much as is buffered, so that a large message is parsed again only
+        // a logarithmic number of times when the input comes in large pieces.
+        let filled = buf.len();
+        buf.resize(filled + CHUNK.max(filled), 0);
+        let read = loop {
+            match input.read(&mut buf[filled..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    buf.truncate(filled);
+                    return Err(Stop::Read(e));
+                }
+            }
+        };
+        buf.truncate(filled + read);
+        eof = read == 0;
+    }
+}
+
+/// The message concerned, as the crate's errors name it: `Insert ('I')`.
+fn describe(tag: u8) -> String {
+    match render::type_name(tag) {
+        Some(name) => format!("{name} ('{}')", char::from(tag)),
+        None => format!("message type {}", byte(Some(tag))),
+    }
+}
+
+/// A wire error without its trailing ` at byte N`: the caller gives the file offset instead.
+fn wire_error(e: &ddl_wire::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at byte {}", e.offset());
+    match text.strip_suffix(&suffix) {
+        Some(head) => head.to_owned(),
+        None => text,
+    }
+}
+
+/// A byte as `'x'` when printable, else as `0x07`; `end of message` for none.
+fn byte(b: Option<u8>) -> String {
+    match b {
+        Some(b) if b.is_ascii_graphic() || b == b' ' => format!("'{}' (0x{b:02x})", char::from(b)),
+        Some(b) => format!("0x{b:02x}"),
+        None => "the end of the message".to_owned(),
+    }
+}
+
+fn at(offset: u64, number: u64) -> At {
+    At { offset, number }
+}
+
+/// Writes `ddl-dump: TEXT` to standard error; a closed standard error is ignored.
+fn report(text: &str) {
+    let _ = writeln!(io::stderr().lock(), "ddl-dump: {text}");
+}
+
+fn main() -> ExitCode {
+    let options = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Command::Dump(options)) => options,
+        Ok(Command::Help) => {
+            let _ = writeln!(io::stdout().lock(), "{USAGE}\n\n{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            let _ = writeln!(
+                io::stdout().lock(),
+                "ddl-dump (ddl-wire) {}",
+                env!("CARGO_PKG_VERSION")
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            report(&e);
+            let _ = writeln!(io::stderr().lock(), "{USAGE}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let ctx = match context(&options) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            report(&e.to_string());
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let (name, mut input): (String, Box<dyn Read>) = match &options.path {
+        None => ("stdin".to_owned(), Box::new(io::stdin().lock())),
+        Some(path) => match File::open(path) {
+            Ok(file) => (path.display().to_string(), Box::new(file)),
+            Err(e) => {
+                report(&format!("{}: {e}", path.display()));
+                return ExitCode::from(EXIT_INPUT);
+            }
+        },
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(CHUNK, stdout.lock());
+    let result = dump(&mut *input, &name, &options, ctx, &mut out);
+    let result = result.and_then(|summary| {
+        out.flush()?;
+        Ok(summary)
+    });
+    match result {
+        Ok(summary) => {
+            if options.verify {
+                report(&format!(
+                    "{name}: verified {} messages, {} bytes: each re-encodes to exactly its bytes",
+                    summary.messages, summary.bytes
+                ));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(stop) => {
+            // What was printed before the problem is worth seeing; the output may be gone.
+            let _ = out.flush();
+            match stop {
+                Stop::Input {
+                    number,
+                    offset,
+                    what,
+                } => {
+                    report(&format!("{name}: message {number} at byte {offset}: {what}"));
+                    ExitCode::from(EXIT_INPUT)
+                }
+                Stop::Read(e) => {
+                    report(&format!("{name}: {e}"));
+                    ExitCode::from(EXIT_INPUT)
+                }
+                Stop::Verify {
+                    number,
+                    tag,
+                    offset,
+                    expected,
+                    actual,
+                } => {
+                    report(&format!(
+                        "{name}: verify: message {number} ({}) re-encodes differently at byte \
+                         {offset}: expected {}, got {}",
+                        describe(tag),
+                        byte(expected),
+                        byte(actual)
+                    ));
+                    ExitCode::from(EXIT_VERIFY)
+                }
+                Stop::BrokenPipe => ExitCode::SUCCESS,
+                Stop::Write(e) => {
+                    report(&format!("standard output: {e}"));
+                    ExitCode::from(EXIT_INPUT)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Command, String> {
+        parse_args(list.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn options_and_their_defaults() {
+        let Ok(Command::Dump(o)) = args(&[]) else {
+            panic!()
+        };
+        assert_eq!((o.proto_version, o.parallel, o.verify), (1, false, false));
+        assert_eq!((o.format, o.path), (Format::Text, None));
+
+        let Ok(Command::Dump(o)) = args(&[
+            "--proto-version",
+            "4",
+            "--streaming-parallel",
+            "--format=json",
+            "--verify",
+            "f.bin",
+        ]) else {
+            panic!()
+        };
+        assert_eq!((o.proto_version, o.parallel, o.verify), (4, true, true));
+        assert_eq!(o.format, Format::Json);
+        assert_eq!(o.path, Some(PathBuf::from("f.bin")));
+        assert_eq!(context(&o).unwrap().streaming(), Streaming::Parallel);
+
+        let Ok(Command::Dump(o)) = args(&["--proto-version=2", "-"]) else {
+            panic!()
+        };
+        assert_eq!(o.path, None);
+        assert_eq!(context(&o).unwrap().streaming(), Streaming::On);
+
+        let Ok(Command::Dump(o)) = args(&["--", "--verify"]) else {
+            panic!()
+        };
+        assert_eq!(o.path, Some(PathBuf::from("--verify")));
+    }
+
+    #[test]
+    fn usage_errors_say_what_is_wrong() {
+        for (list, expected) in [
+            (&["--bogus"][..], "unknown option '--bogus'"),
+            (&["--proto-version"][..], "needs a value"),
+            (&["--proto-version", "x"][..], "'x' is not a number"),
+            (&["--format", "xml"][..], "'xml' is not text or json"),
+            (&["a", "b"][..], "only one input file"),
+            (&["--verify=yes"][..], "takes no value"),
+            (
+                &["--proto-version=1", "--proto-version=2"][..],
+                "given twice",
+            ),
+        ] {
+            let err = args(list).unwrap_err();
+            assert!(err.contains(expected), "{list:?}: {err}");
+        }
+        let Ok(Command::Dump(o)) = args(&["--streaming-parallel", "--proto-version=3"]) else {
+            panic!()
+        };
+        let err = context(&o).unwrap_err().to_string();
+        assert!(err.contains("streaming = parallel, need 4"), "{err}");
+    }
+
+    #[test]
+    fn messages_are_described_as_the_crate_names_them() {
+        assert_eq!(describe(b'I'), "Insert ('I')");
+        assert_eq!(describe(b'E'), "Stream Stop ('E')");
+        assert_eq!(describe(b'x'), "message type 'x' (0x78)");
+    }
+}

@@ -1,0 +1,965 @@
+//! One output line per message, in text or JSON, and what the stream taught so far: relation
+//! and column names, type names, and which relation is `ddl_sync.events`.
+//!
+//! Each message becomes a list of named fields ([`V`]); the two formats write the same list.
+//! DDL statements (an Insert on `ddl_sync.events`, or a `ddl_sync` logical message holding a
+//! [`DdlRecord`]) get a line of their own in text.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use ddl_wire::{
+    DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags, RelationBody,
+    TupleData, TupleValue, RECORD_FORMAT_VERSION, RECORD_PREFIX,
+};
+
+use crate::show;
+
+/// The output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One compact line per message for a human reader.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where a message is in the input.
+#[derive(Clone, Copy, Debug)]
+pub struct At {
+    /// The file offset of its first byte.
+    pub offset: u64,
+    /// Its number, counting from 1.
+    pub number: u64,
+}
+
+/// What the stream said about one relation in its latest Relation message.
+struct Relation {
+    /// `schema.table` (just `table` for pg_catalog, which pgoutput sends as an empty schema).
+    name: String,
+    columns: Vec<String>,
+    /// `Some` when the relation is `ddl_sync.events`: how to read its rows, or why they cannot
+    /// be read.
+    events: Option<Result<EventsRelation, EventError>>,
+}
+
+/// Turns messages into lines, remembering what earlier messages said.
+pub struct Printer {
+    format: Format,
+    relations: HashMap<u32, Relation>,
+    /// Type names from Type messages.
+    types: HashMap<u32, String>,
+}
+
+/// The line for one message, and what a reader must be warned about.
+pub struct Rendered {
+    /// The line, without its `'\n'`.
+    pub line: String,
+    /// A DDL that could not be read, or the like: the line shows the message as it is.
+    pub warning: Option<String>,
+}
+
+/// A field value.
+enum V<'a> {
+    Num(u64),
+    Lsn(u64),
+    Time(i64),
+    /// Text: the key alone when true, nothing when false. JSON: a boolean.
+    Flag(bool),
+    /// An identifier: unquoted in text.
+    Name(String),
+    /// An identifier shown without its key in text (the relation of a change).
+    Bare(String),
+    /// User data: quoted (or `\x` hex when not UTF-8) in text; a JSON string, or a
+    /// `KEY_hex` string when not UTF-8.
+    Data(&'a [u8]),
+    Char(u8),
+    Columns(Vec<ColumnView>),
+    Tuple(Vec<(String, TupleValue<'a>)>),
+    Names(Vec<String>),
+    /// A nested object (JSON only).
+    Object(Vec<(&'static str, V<'a>)>),
+    /// Left out of the text line.
+    JsonOnly(Box<V<'a>>),
+}
+
+struct ColumnView {
+    name: String,
+    type_name: Option<String>,
+    type_oid: u32,
+    type_modifier: i32,
+    key: bool,
+}
+
+type Fields<'a> = Vec<(&'static str, V<'a>)>;
+
+/// The DDL a message carries.
+enum Ddl<'a> {
+    Event(DdlEvent<'a>),
+    Record(DdlRecord<'a>),
+}
+
+impl Printer {
+    pub fn new(format: Format) -> Printer {
+        Printer {
+            format,
+            relations: HashMap::new(),
+            types: HashMap::new(),
+        }
+    }
+
+    /// The line for `message`, updating what the printer knows.
+    pub fn message(&mut self, at: At, message: &Message<'_>) -> Rendered {
+        let mut warning = None;
+        let mut ddl = None;
+        let mut fields: Fields<'_> = Vec::new();
+        match message {
+            Message::Begin(b) => {
+                fields.push(("xid", V::Num(b.xid().into())));
+                fields.push(("final_lsn", V::Lsn(b.final_lsn())));
+                fields.push(("commit_time", V::Time(b.commit_time())));
+            }
+            Message::Commit(c) => {
+                fields.push(("commit_lsn", V::Lsn(c.commit_lsn())));
+                fields.push(("end_lsn", V::Lsn(c.end_lsn())));
+                fields.push(("commit_time", V::Time(c.commit_time())));
+            }
+            Message::Origin(o) => {
+                fields.push(("name", V::Name(o.name().to_string())));
+                fields.push(("origin_lsn", V::Lsn(o.origin_lsn())));
+            }
+            Message::Relation(r) => {
+                stream_xid(&mut fields, r.xid());
+                warning = self.relation(r, &mut fields);
+            }
+            Message::Type(t) => {
+                stream_xid(&mut fields, t.xid());
+                let name = qualified(&t.namespace().to_string(), &t.name().to_string());
+                self.types.insert(t.type_oid(), name.clone());
+                fields.push(("type_oid", V::Num(t.type_oid().into())));
+                fields.push(("name", V::Name(name)));
+            }
+            Message::Insert(i) => {
+                stream_xid(&mut fields, i.xid());
+                self.rel(i.rel_id(), &mut fields);
+                match self.relations.get(&i.rel_id()).and_then(|r| r.events.as_ref()) {
+                    Some(Ok(events)) => match events.event(i) {
+                        Ok(event) => ddl = Some(Ddl::Event(event)),
+                        Err(e) => {
+                            warning = Some(format!(
+                                "Insert on ddl_sync.events is not a valid DDL event, shown as a row: {e}"
+                            ))
+                        }
+                    },
+                    Some(Err(e)) => {
+                        warning = Some(format!(
+                            "Insert on a ddl_sync.events whose Relation message was refused, \
+                             shown as a row: {e}"
+                        ))
+                    }
+                    None => {}
+                }
+                if ddl.is_none() {
+                    self.tuple("new", i.rel_id(), i.tuple(), &mut fields, &mut warning);
+                }
+            }
+            Message::Update(u) => {
+                stream_xid(&mut fields, u.xid());
+                self.rel(u.rel_id(), &mut fields);
+                if let Some(key) = u.key_tuple() {
+                    self.tuple("key", u.rel_id(), key, &mut fields, &mut warning);
+                }
+                if let Some(old) = u.old_tuple() {
+                    self.tuple("old", u.rel_id(), old, &mut fields, &mut warning);
+                }
+                self.tuple("new", u.rel_id(), u.new_tuple(), &mut fields, &mut warning);
+            }
+            Message::Delete(d) => {
+                stream_xid(&mut fields, d.xid());
+                self.rel(d.rel_id(), &mut fields);
+                if let Some(key) = d.key_tuple() {
+                    self.tuple("key", d.rel_id(), key, &mut fields, &mut warning);
+                }
+                if let Some(old) = d.old_tuple() {
+                    self.tuple("old", d.rel_id(), old, &mut fields, &mut warning);
+                }
+            }
+            Message::Truncate(t) => {
+                stream_xid(&mut fields, t.xid());
+                let ids: Vec<u32> = t.rel_ids().collect();
+                let names = ids.iter().map(|id| self.rel_name(*id)).collect();
+                fields.push(("relations", V::Names(names)));
+                fields.push((
+                    "rel_ids",
+                    V::JsonOnly(Box::new(V::Names(ids.iter().map(u32::to_string).collect()))),
+                ));
+                fields.push(("cascade", V::Flag(t.cascade())));
+                fields.push(("restart_identity", V::Flag(t.restart_identity())));
+            }
+            Message::LogicalMessage(m) => {
+                stream_xid(&mut fields, m.xid());
+                fields.push(("transactional", V::Flag(m.transactional())));
+                fields.push(("lsn", V::Lsn(m.lsn())));
+                fields.push(("prefix", V::Name(m.prefix().to_string())));
+                if m.prefix().as_bytes() == RECORD_PREFIX.as_bytes() {
+                    match DdlRecord::parse(m.content()) {
+                        Ok(record) => ddl = Some(Ddl::Record(record)),
+                        Err(e) => {
+                            warning = Some(format!(
+                                "{RECORD_PREFIX} message is not a valid DDL record, shown as it is: {e}"
+                            ))
+                        }
+                    }
+                }
+                if ddl.is_none() {
+                    fields.push(("content", V::Data(m.content())));
+                }
+            }
+            Message::StreamStart(s) => {
+                fields.push(("xid", V::Num(s.xid().into())));
+                fields.push(("first_segment", V::Flag(s.first_segment())));
+            }
+            Message::StreamStop => {}
+            Message::StreamCommit(c) => {
+                fields.push(("xid", V::Num(c.xid().into())));
+                fields.push(("commit_lsn", V::Lsn(c.commit_lsn())));
+                fields.push(("end_lsn", V::Lsn(c.end_lsn())));
+                fields.push(("commit_time", V::Time(c.commit_time())));
+            }
+            Message::StreamAbort(a) => {
+                fields.push(("xid", V::Num(a.xid().into())));
+                fields.push(("subxid", V::Num(a.subxid().into())));
+                if let Some(lsn) = a.abort_lsn() {
+                    fields.push(("abort_lsn", V::Lsn(lsn)));
+                }
+                if let Some(time) = a.abort_time() {
+                    fields.push(("abort_time", V::Time(time)));
+                }
+            }
+            Message::BeginPrepare(p) => prepared(
+                &mut fields,
+                p.xid(),
+                p.gid().as_bytes(),
+                p.prepare_lsn(),
+                p.end_lsn(),
+                p.prepare_time(),
+            ),
+            Message::Prepare(p) => prepared(
+                &mut fields,
+                p.xid(),
+                p.gid().as_bytes(),
+                p.prepare_lsn(),
+                p.end_lsn(),
+                p.prepare_time(),
+            ),
+            Message::StreamPrepare(p) => prepared(
+                &mut fields,
+                p.xid(),
+                p.gid().as_bytes(),
+                p.prepare_lsn(),
+                p.end_lsn(),
+                p.prepare_time(),
+            ),
+            Message::CommitPrepared(c) => {
+                fields.push(("xid", V::Num(c.xid().into())));
+                fields.push(("gid", V::Data(c.gid().as_bytes())));
+                fields.push(("commit_lsn", V::Lsn(c.commit_lsn())));
+                fields.push(("end_lsn", V::Lsn(c.end_lsn())));
+                fields.push(("commit_time", V::Time(c.commit_time())));
+            }
+            Message::RollbackPrepared(r) => {
+                fields.push(("xid", V::Num(r.xid().into())));
+                fields.push(("gid", V::Data(r.gid().as_bytes())));
+                fields.push(("prepare_end_lsn", V::Lsn(r.prepare_end_lsn())));
+                fields.push(("rollback_end_lsn", V::Lsn(r.rollback_end_lsn())));
+                fields.push(("prepare_time", V::Time(r.prepare_time())));
+                fields.push(("rollback_time", V::Time(r.rollback_time())));
+            }
+            // A message type added to the crate later: its tag and name still show.
+            _ => {}
+        }
+        let tag = message.tag();
+        let name = type_name(tag).unwrap_or("Unknown");
+        let line = match self.format {
+            Format::Text => text_line(at, tag, name, &fields, ddl.as_ref(), warning.as_deref()),
+            Format::Json => json_line(at, tag, name, &fields, ddl.as_ref(), warning.as_deref()),
+        };
+        Rendered { line, warning }
+    }
+
+    /// Remembers a Relation message and describes it.
+    fn relation(&mut self, r: &RelationBody<'_>, fields: &mut Fields<'_>) -> Option<String> {
+        let mut warning = None;
+        let mut columns = Vec::new();
+        for column in r.columns() {
+            match column {
+                Ok(c) => columns.push(ColumnView {
+                    name: c.name().to_string(),
+                    type_name: self.type_name(c.type_oid()),
+                    type_oid: c.type_oid(),
+                    type_modifier: c.type_modifier(),
+                    key: c.is_key(),
+                }),
+                // Cannot happen for a parsed message (parsing read every column already).
+                Err(e) => {
+                    warning = Some(format!("unreadable column: {e}"));
+                    break;
+                }
+            }
+        }
+        let events = EventsRelation::from_relation(r).transpose();
+        if let Some(Err(e)) = &events {
+            warning = Some(format!(
+                "this ddl_sync.events cannot carry DDL events, its rows will show as rows: {e}"
+            ));
+        }
+        let name = qualified(&r.namespace().to_string(), &r.name().to_string());
+        fields.push(("relation", V::Bare(name.clone())));
+        fields.push(("rel_id", V::Num(r.rel_id().into())));
+        fields.push(("replica_identity", V::Char(r.replica_identity())));
+        if matches!(events, Some(Ok(_))) {
+            fields.push(("ddl_events", V::Flag(true)));
+        }
+        let names = columns.iter().map(|c| c.name.clone()).collect();
+        fields.push(("columns", V::Columns(columns)));
+        self.relations.insert(
+            r.rel_id(),
+            Relation {
+                name,
+                columns: names,
+                events,
+            },
+        );
+        warning
+    }
+
+    /// The relation of a change: its name when a Relation message gave it, else its OID.
+    fn rel(&self, rel_id: u32, fields: &mut Fields<'_>) {
+        match self.relations.get(&rel_id) {
+            Some(r) => {
+                fields.push(("relation", V::Bare(r.name.clone())));
+                fields.push(("rel_id", V::JsonOnly(Box::new(V::Num(rel_id.into())))));
+            }
+            None => fields.push(("rel_id", V::Num(rel_id.into()))),
+        }
+    }
+
+    fn rel_name(&self, rel_id: u32) -> String {
+        match self.relations.get(&rel_id) {
+            Some(r) => r.name.clone(),
+            None => rel_id.to_string(),
+        }
+    }
+
+    /// A tuple's values with their column names (`#N`, from 1, when the name is not known).
+    fn tuple<'a>(
+        &self,
+        key: &'static str,
+        rel_id: u32,
+        tuple: TupleData<'a>,
+        fields: &mut Fields<'a>,
+        warning: &mut Option<String>,
+    ) {
+        let names = self.relations.get(&rel_id).map(|r| &r.columns[..]);
+        let mut values = Vec::with_capacity(tuple.len());
+        for (i, value) in tuple.enumerate() {
+            match value {
+                Ok(value) => {
+                    let name = names
+                        .and_then(|n| n.get(i))
+                        .cloned()
+                        .unwrap_or_else(|| format!("#{}", i + 1));
+                    values.push((name, value));
+                }
+                // Cannot happen for a parsed message (parsing read every value already).
+                Err(e) => {
+                    *warning = Some(format!("unreadable value: {e}"));
+                    break;
+                }
+            }
+        }
+        fields.push((key, V::Tuple(values)));
+    }
+
+    fn type_name(&self, oid: u32) -> Option<String> {
+        match self.types.get(&oid) {
+            Some(name) => Some(name.clone()),
+            None => builtin_type(oid).map(str::to_owned),
+        }
+    }
+}
+
+/// `schema.name`, or `name` for the empty schema (pgoutput's pg_catalog).
+fn qualified(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{namespace}.{name}")
+    }
+}
+
+/// The transaction id that changes carry inside a streamed block.
+fn stream_xid(fields: &mut Fields<'_>, xid: Option<u32>) {
+    if let Some(xid) = xid {
+        fields.push(("xid", V::Num(xid.into())));
+    }
+}
+
+/// The fields of Begin Prepare, Prepare and Stream Prepare.
+fn prepared<'a>(fields: &mut Fields<'a>, xid: u32, gid: &'a [u8], lsn: u64, end: u64, time: i64) {
+    fields.push(("xid", V::Num(xid.into())));
+    fields.push(("gid", V::Data(gid)));
+    fields.push(("prepare_lsn", V::Lsn(lsn)));
+    fields.push(("end_lsn", V::Lsn(end)));
+    fields.push(("prepare_time", V::Time(time)));
+}
+
+/// The name protocol.sgml gives a message type.
+pub fn type_name(tag: u8) -> Option<&'static str> {
+    Some(match tag {
+        b'B' => "Begin",
+        b'C' => "Commit",
+        b'O' => "Origin",
+        b'R' => "Relation",
+        b'Y' => "Type",
+        b'I' => "Insert",
+        b'U' => "Update",
+        b'D' => "Delete",
+        b'T' => "Truncate",
+        b'M' => "Message",
+        b'S' => "Stream Start",
+        b'E' => "Stream Stop",
+        b'c' => "Stream Commit",
+        b'A' => "Stream Abort",
+        b'b' => "Begin Prepare",
+        b'P' => "Prepare",
+        b'K' => "Commit Prepared",
+        b'r' => "Rollback Prepared",
+        b'p' => "Stream Prepare",
+        _ => return None,
+    })
+}
+
+/// Names of the built-in types pgoutput's Relation messages most often refer to (OIDs from
+/// PostgreSQL's pg_type.dat, which never change). Other types show as their OID unless a Type
+/// message named them.
+fn builtin_type(oid: u32) -> Option<&'static str> {
+    Some(match oid {
+        16 => "bool",
+        17 => "bytea",
+        18 => "char",
+        19 => "name",
+        20 => "int8",
+        21 => "int2",
+        23 => "int4",
+        25 => "text",
+        26 => "oid",
+        28 => "xid",
+        114 => "json",
+        142 => "xml",
+        199 => "_json",
+        650 => "cidr",
+        700 => "float4",
+        701 => "float8",
+        790 => "money",
+        869 => "inet",
+        1000 => "_bool",
+        1001 => "_bytea",
+        1002 => "_char",
+        1003 => "_name",
+        1005 => "_int2",
+        1007 => "_int4",
+        1009 => "_text",
+        1014 => "_bpchar",
+        1015 => "_varchar",
+        1016 => "_int8",
+        1021 => "_float4",
+        1022 => "_float8",
+        1028 => "_oid",
+        1042 => "bpchar",
+        1043 => "varchar",
+        1082 => "date",
+        1083 => "time",
+        1114 => "timestamp",
+        1115 => "_timestamp",
+        1182 => "_date",
+        1183 => "_time",
+        1184 => "timestamptz",
+        1185 => "_timestamptz",
+        1186 => "interval",
+        1187 => "_interval",
+        1231 => "_numeric",
+        1266 => "timetz",
+        1560 => "bit",
+        1562 => "varbit",
+        1700 => "numeric",
+        2950 => "uuid",
+        2951 => "_uuid",
+        3220 => "pg_lsn",
+        3802 => "jsonb",
+        3807 => "_jsonb",
+        _ => return None,
+    })
+}
+
+/// The `ddl` option's kind tokens; bit i of a record's kind mask is the i-th token (ddl-filter's
+/// `DdlKinds`, which ddl-wire does not depend on: this list must follow it).
+const KIND_TOKENS: [&str; 11] = [
+    "table",
+    "index",
+    "sequence",
+    "trigger",
+    "view",
+    "rule",
+    "schema",
+    "function",
+    "type",
+    "domain",
+    "extension",
+];
+
+/// A kind mask as its tokens, `table,index`; bits no token names as hex; `none` for 0.
+fn kind_tokens(mask: u32) -> String {
+    let mut out = String::new();
+    for (i, token) in KIND_TOKENS.iter().enumerate() {
+        if mask & (1 << i) != 0 {
+            if !out.is_empty() {
+                out.push(',');
+            }
+            out.push_str(token);
+        }
+    }
+    let unknown = mask & !((1 << KIND_TOKENS.len()) - 1);
+    if unknown != 0 {
+        if !out.is_empty() {
+            out.push(',');
+        }
+        let _ = write!(out, "0x{unknown:x}");
+    }
+    if out.is_empty() {
+        out.push_str("none");
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text
+
+fn text_line(
+    at: At,
+    tag: u8,
+    name: &str,
+    fields: &Fields<'_>,
+    ddl: Option<&Ddl<'_>>,
+    warning: Option<&str>,
+) -> String {
+    let mut out = String::with_capacity(128);
+    let _ = write!(out, "{} {} ", at.offset, at.number);
+    show::push_escaped(&mut out, &[tag], false);
+    match ddl {
+        None => {
+            out.push(' ');
+            out.push_str(name);
+            for (key, value) in fields {
+                text_field(&mut out, key, value);
+            }
+        }
+        Some(ddl) => {
+            out.push_str(" DDL");
+            // Only the stream's xid, if any: the rest is the DDL's.
+            for (key, value) in fields.iter().filter(|(k, _)| *k == "xid") {
+                text_field(&mut out, key, value);
+            }
+            text_ddl(&mut out, ddl);
+        }
+    }
+    if let Some(warning) = warning {
+        out.push_str(" (warning: ");
+        show::push_escaped(&mut out, warning.as_bytes(), false);
+        out.push(')');
+    }
+    out
+}
+
+fn text_field(out: &mut String, key: &str, value: &V<'_>) {
+    match value {
+        V::Flag(false) | V::JsonOnly(_) | V::Object(_) => return,
+        V::Flag(true) => {
+            out.push(' ');
+            out.push_str(key);
+            return;
+        }
+        V::Bare(name) => {
+            out.push(' ');
+            show::push_escaped(out, name.as_bytes(), false);
+            return;
+        }
+        _ => {}
+    }
+    out.push(' ');
+    out.push_str(key);
+    out.push('=');
+    match value {
+        V::Num(n) => {
+            let _ = write!(out, "{n}");
+        }
+        V::Lsn(lsn) => out.push_str(&show::lsn(*lsn)),
+        V::Time(t) => out.push_str(&show::timestamp(*t)),
+        V::Name(name) => show::push_escaped(out, name.as_bytes(), false),
+        V::Data(bytes) => text_data(out, bytes),
+        V::Char(c) => show::push_escaped(out, &[*c], false),
+        V::Columns(columns) => {
+            out.push('(');
+            for (i, c) in columns.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                show::push_escaped(out, c.name.as_bytes(), false);
+                out.push(' ');
+                match &c.type_name {
+                    Some(name) => show::push_escaped(out, name.as_bytes(), false),
+                    None => {
+                        let _ = write!(out, "{}", c.type_oid);
+                    }
+                }
+                if c.type_modifier != -1 {
+                    let _ = write!(out, " typmod={}", c.type_modifier);
+                }
+                if c.key {
+                    out.push_str(" key");
+                }
+            }
+            out.push(')');
+        }
+        V::Tuple(values) => {
+            out.push('(');
+            for (i, (name, value)) in values.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                show::push_escaped(out, name.as_bytes(), false);
+                out.push('=');
+                match value {
+                    TupleValue::Null => out.push_str("NULL"),
+                    TupleValue::UnchangedToast => out.push_str("(unchanged toast)"),
+                    TupleValue::Text(bytes) => show::push_escaped(out, bytes, true),
+                    TupleValue::Binary(bytes) => show::push_hex(out, bytes),
+                }
+            }
+            out.push(')');
+        }
+        V::Names(names) => {
+            out.push('(');
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                show::push_escaped(out, name.as_bytes(), false);
+            }
+            out.push(')');
+        }
+        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::Object(_) => {}
+    }
+}
+
+/// User data: quoted text when UTF-8, else `\x` hex.
+fn text_data(out: &mut String, bytes: &[u8]) {
+    if std::str::from_utf8(bytes).is_ok() {
+        show::push_escaped(out, bytes, true);
+    } else {
+        show::push_hex(out, bytes);
+    }
+}
+
+/// `KIND COMMAND_TAG OBJECT (schema S, role R, search_path P[, ...]): SQL`.
+fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
+    struct Common<'a> {
+        kind: String,
+        dialect: &'a str,
+        command_tag: &'a str,
+        schema: &'a str,
+        object_identity: &'a str,
+        sql: &'a str,
+        search_path: &'a str,
+        role: &'a str,
+        top_level: bool,
+        forwarded: Option<(u64, u64)>,
+    }
+    let c = match ddl {
+        Ddl::Event(e) => Common {
+            kind: e.kind.to_owned(),
+            dialect: e.dialect,
+            command_tag: e.command_tag,
+            schema: e.schema,
+            object_identity: e.object_identity,
+            sql: e.sql,
+            search_path: e.search_path,
+            role: e.role,
+            top_level: e.top_level,
+            forwarded: e.forwarded.then_some((e.origin_sysid, e.origin_lsn)),
+        },
+        Ddl::Record(r) => Common {
+            kind: kind_tokens(r.kind),
+            dialect: r.dialect,
+            command_tag: r.command_tag,
+            schema: r.schema,
+            object_identity: r.object_identity,
+            sql: r.sql,
+            search_path: r.search_path,
+            role: r.role,
+            top_level: r.flags.contains(RecordFlags::TOP_LEVEL),
+            forwarded: r
+                .flags
+                .contains(RecordFlags::FORWARDED)
+                .then_some((r.origin.original_sysid, r.origin.original_lsn)),
+        },
+    };
+    for part in [c.kind.as_str(), c.command_tag, c.object_identity] {
+        out.push(' ');
+        show::push_escaped(out, part.as_bytes(), false);
+    }
+    out.push_str(" (");
+    let mut details: Vec<(&str, String)> = Vec::new();
+    if !c.schema.is_empty() {
+        details.push(("schema", c.schema.to_owned()));
+    }
+    details.push(("role", c.role.to_owned()));
+    details.push(("search_path", c.search_path.to_owned()));
+    if c.dialect != "postgres" {
+        details.push(("dialect", c.dialect.to_owned()));
+    }
+    if !c.top_level {
+        details.push(("nested", String::new()));
+    }
+    if let Some((sysid, lsn)) = c.forwarded {
+        details.push((
+            "forwarded from",
+            format!("{sysid} at {}", show::lsn(lsn)),
+        ));
+    }
+    for (i, (key, value)) in details.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(key);
+        if !value.is_empty() {
+            out.push(' ');
+            show::push_escaped(out, value.as_bytes(), false);
+        }
+    }
+    out.push_str("): ");
+    show::push_escaped(out, c.sql.as_bytes(), false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+/// Writes one JSON object's members.
+struct Object<'o> {
+    out: &'o mut String,
+    empty: bool,
+}
+
+impl<'o> Object<'o> {
+    fn open(out: &'o mut String) -> Object<'o> {
+        out.push('{');
+        Object { out, empty: true }
+    }
+
+    /// Starts a member; the caller writes its value.
+    fn key(&mut self, key: &str) -> &mut String {
+        if !self.empty {
+            self.out.push(',');
+        }
+        self.empty = false;
+        show::push_json_string(self.out, key);
+        self.out.push(':');
+        self.out
+    }
+
+    fn string(&mut self, key: &str, value: &str) {
+        show::push_json_string(self.key(key), value);
+    }
+
+    fn number(&mut self, key: &str, value: impl std::fmt::Display) {
+        let _ = write!(self.key(key), "{value}");
+    }
+
+    fn bool(&mut self, key: &str, value: bool) {
+        self.key(key).push_str(if value { "true" } else { "false" });
+    }
+
+    fn close(self) {
+        self.out.push('}');
+    }
+}
+
+fn json_line(
+    at: At,
+    tag: u8,
+    name: &str,
+    fields: &Fields<'_>,
+    ddl: Option<&Ddl<'_>>,
+    warning: Option<&str>,
+) -> String {
+    let mut out = String::with_capacity(256);
+    let mut o = Object::open(&mut out);
+    o.number("offset", at.offset);
+    o.number("number", at.number);
+    o.string("tag", &char::from(tag).to_string());
+    o.string("type", name);
+    for (key, value) in fields {
+        json_field(&mut o, key, value);
+    }
+    if let Some(ddl) = ddl {
+        json_field(&mut o, "ddl", &V::Object(ddl_fields(ddl)));
+    }
+    if let Some(warning) = warning {
+        o.string("warning", warning);
+    }
+    o.close();
+    out
+}
+
+fn json_field(o: &mut Object<'_>, key: &str, value: &V<'_>) {
+    match value {
+        V::Num(n) => o.number(key, n),
+        V::Lsn(lsn) => o.string(key, &show::lsn(*lsn)),
+        V::Time(t) => o.string(key, &show::timestamp(*t)),
+        V::Flag(b) => o.bool(key, *b),
+        V::Name(s) | V::Bare(s) => o.string(key, s),
+        V::Data(bytes) => match std::str::from_utf8(bytes) {
+            Ok(s) => o.string(key, s),
+            Err(_) => o.string(&format!("{key}_hex"), &show::hex(bytes)),
+        },
+        V::Char(c) => o.string(key, &String::from_utf8_lossy(&[*c])),
+        V::Columns(columns) => {
+            let out = o.key(key);
+            out.push('[');
+            for (i, c) in columns.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let mut col = Object::open(out);
+                col.string("name", &c.name);
+                if let Some(name) = &c.type_name {
+                    col.string("type", name);
+                }
+                col.number("type_oid", c.type_oid);
+                col.number("type_modifier", c.type_modifier);
+                col.bool("key", c.key);
+                col.close();
+            }
+            out.push(']');
+        }
+        V::Tuple(values) => {
+            let mut tuple = Object::open(o.key(key));
+            for (name, value) in values {
+                match value {
+                    TupleValue::Null => tuple.key(name).push_str("null"),
+                    TupleValue::Text(bytes) => match std::str::from_utf8(bytes) {
+                        Ok(s) => tuple.string(name, s),
+                        Err(_) => {
+                            let mut v = Object::open(tuple.key(name));
+                            v.string("text_hex", &show::hex(bytes));
+                            v.close();
+                        }
+                    },
+                    TupleValue::Binary(bytes) => {
+                        let mut v = Object::open(tuple.key(name));
+                        v.string("binary", &show::hex(bytes));
+                        v.close();
+                    }
+                    TupleValue::UnchangedToast => {
+                        let mut v = Object::open(tuple.key(name));
+                        v.bool("unchanged_toast", true);
+                        v.close();
+                    }
+                }
+            }
+            tuple.close();
+        }
+        V::Names(names) => {
+            let out = o.key(key);
+            out.push('[');
+            for (i, name) in names.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                show::push_json_string(out, name);
+            }
+            out.push(']');
+        }
+        V::Object(members) => {
+            let mut inner = Object::open(o.key(key));
+            for (k, v) in members {
+                json_field(&mut inner, k, v);
+            }
+            inner.close();
+        }
+        V::JsonOnly(v) => json_field(o, key, v),
+    }
+}
+
+/// Every field of the DDL, for JSON.
+fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
+    let s = |s: &'a str| V::Data(s.as_bytes());
+    match ddl {
+        Ddl::Event(e) => vec![
+            ("lsn", V::Lsn(e.lsn)),
+            ("origin_sysid", V::Num(e.origin_sysid)),
+            ("origin_lsn", V::Lsn(e.origin_lsn)),
+            ("xid", V::Num(e.xid)),
+            ("top_level", V::Flag(e.top_level)),
+            ("forwarded", V::Flag(e.forwarded)),
+            ("kind", s(e.kind)),
+            ("dialect", s(e.dialect)),
+            ("command_tag", s(e.command_tag)),
+            ("schema", s(e.schema)),
+            ("object_identity", s(e.object_identity)),
+            ("sql", s(e.sql)),
+            ("search_path", s(e.search_path)),
+            ("role", s(e.role)),
+            ("session_user", s(e.session_user)),
+            ("database", s(e.database)),
+        ],
+        Ddl::Record(r) => vec![
+            ("format_version", V::Num(RECORD_FORMAT_VERSION.into())),
+            ("top_level", V::Flag(r.flags.contains(RecordFlags::TOP_LEVEL))),
+            (
+                "transactional",
+                V::Flag(r.flags.contains(RecordFlags::TRANSACTIONAL)),
+            ),
+            ("forwarded", V::Flag(r.flags.contains(RecordFlags::FORWARDED))),
+            ("xid", V::Num(r.xid.into())),
+            ("kind", V::Name(kind_tokens(r.kind))),
+            ("kind_bits", V::Num(r.kind.into())),
+            ("capturing_sysid", V::Num(r.origin.capturing_sysid)),
+            ("original_sysid", V::Num(r.origin.original_sysid)),
+            ("original_lsn", V::Lsn(r.origin.original_lsn)),
+            ("dialect", s(r.dialect)),
+            ("command_tag", s(r.command_tag)),
+            ("schema", s(r.schema)),
+            ("object_identity", s(r.object_identity)),
+            ("sql", s(r.sql)),
+            ("search_path", s(r.search_path)),
+            ("role", s(r.role)),
+            ("session_user", s(r.session_user)),
+            ("database", s(r.database)),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_masks_name_their_tokens() {
+        assert_eq!(kind_tokens(0), "none");
+        assert_eq!(kind_tokens(1), "table");
+        assert_eq!(kind_tokens(0b11), "table,index");
+        assert_eq!(kind_tokens(1 << 10), "extension");
+        assert_eq!(kind_tokens((1 << 11) | 1), "table,0x800");
+    }
+}

@@ -1,0 +1,63 @@
+//! `cargo xtask install [--debug]`: build and install `ddl_pgoutput` and the `ddl_sync` extension
+//! into the PostgreSQL that `pg_config` names (pkglibdir and sharedir/extension).
+//!
+//! `cargo xtask test` installs debug builds this way before the cluster tests, which load the
+//! libraries from the server's own directories as a user's server would.
+
+use crate::cmd::Cmd;
+use crate::{project_root, setup, Result};
+use std::path::{Path, PathBuf};
+
+pub fn run(args: &[&str]) -> Result {
+    let profile = match args {
+        [] => Profile::Release,
+        ["--debug"] => Profile::Debug,
+        _ => return Err("usage: cargo xtask install [--debug]".into()),
+    };
+    install(profile)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Debug,
+    Release,
+}
+
+pub fn install(profile: Profile) -> Result {
+    setup::ensure()?;
+    let root = project_root();
+    let pg_config = setup::pg_config();
+
+    let mut pgrx = vec!["pgrx", "install", "--pg-config", &pg_config];
+    let mut build = vec!["build", "-p", "ddl-decode"];
+    if profile == Profile::Release {
+        pgrx.push("--release");
+        build.push("--release");
+    }
+    Cmd::new("cargo")
+        .args(pgrx)
+        .dir(root.join("ddl-apply"))
+        .run()?;
+    Cmd::new("cargo").args(build).dir(&root).run()?;
+
+    let dir = if profile == Profile::Release {
+        "release"
+    } else {
+        "debug"
+    };
+    let built = root.join("target").join(dir).join("libddl_pgoutput.so");
+    let pkglibdir = PathBuf::from(Cmd::new(&pg_config).args(["--pkglibdir"]).read()?);
+    install_file(&built, &pkglibdir.join("ddl_pgoutput.so"))
+}
+
+/// Copies through a temporary name and renames, so a running server that maps the old library
+/// keeps its inode, and a new backend never sees a half-written file.
+fn install_file(from: &Path, to: &Path) -> Result {
+    let tmp = to.with_extension("so.tmp");
+    std::fs::copy(from, &tmp)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to)
+        .map_err(|e| format!("cannot rename {} to {}: {e}", tmp.display(), to.display()))?;
+    println!("install: {}", to.display());
+    Ok(())
+}
