@@ -1,41 +1,27 @@
 //! Capture of DDL statements on the publisher, inside the backend that runs them.
 //!
 //! Each captured statement becomes one transactional logical decoding message with prefix
-//! [`RECORD_PREFIX`] whose payload is a [`DdlRecord`] (see `ddl-wire`). Being transactional, the
-//! message is decoded only if its (sub)transaction commits, in commit order with the rows around
-//! it, and a rolled-back statement leaves nothing behind.
+//! `ddl_sync` whose payload is a `ddl_wire::DdlRecord`. Being transactional, the message is
+//! decoded only if its (sub)transaction commits, in commit order with the rows around it, and a
+//! failed statement or a rolled-back transaction leaves nothing.
+//!
+//! Three parts cooperate (see each module):
+//! - the ProcessUtility hook ([`install_hook`]) remembers every utility statement while it
+//!   runs, and takes the `ddl` option of CREATE/ALTER PUBLICATION;
+//! - event triggers installed by the `ddl_sync` extension (`ddl_sync_capture_ddl_command_end`,
+//!   `ddl_sync_capture_sql_drop`) classify the statement, check the publications' rules and
+//!   write the record;
+//! - [`rules`] decides which publications take a statement, for the capture and for the
+//!   output plugin.
+//!
+//! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
-use ddl_wire::{DdlRecord, RECORD_PREFIX};
-use pgrx::pg_sys;
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
-use std::ffi::CString;
+mod emit;
+mod hook;
+mod publication;
+pub mod rules;
+mod statement;
+mod trigger;
 
-extern "C-unwind" {
-    // replication/message.h; not in pgrx's pg_sys bindings.
-    fn LogLogicalMessage(
-        prefix: *const std::ffi::c_char,
-        message: *const std::ffi::c_char,
-        size: pg_sys::Size,
-        transactional: bool,
-    ) -> pg_sys::XLogRecPtr;
-}
-
-/// Writes `record` to WAL as a transactional `ddl_sync` message and returns the record's end LSN.
-///
-/// Must run inside a transaction in a backend (LogLogicalMessage assigns an xid if needed).
-pub fn emit_record(record: &DdlRecord<'_>) -> pg_sys::XLogRecPtr {
-    let mut payload = Vec::new();
-    record.encode(&mut payload);
-    let prefix = CString::new(RECORD_PREFIX).expect("the prefix has no NUL byte");
-    // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
-    unsafe {
-        pg_guard_ffi_boundary(|| {
-            LogLogicalMessage(
-                prefix.as_ptr(),
-                payload.as_ptr().cast(),
-                payload.len(),
-                true,
-            )
-        })
-    }
-}
+pub use crate::hook::install as install_hook;
+pub use crate::trigger::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};

@@ -1,11 +1,15 @@
 //! `ddl_pgoutput`: a logical decoding output plugin that is PostgreSQL's own `pgoutput`, byte for
-//! byte, and (as the publisher issue lands) also carries captured DDL as ordinary INSERTs on
-//! `ddl_sync.events`.
+//! byte, and also carries each captured DDL statement as an INSERT on `ddl_sync.events`.
 //!
 //! The plugin does not reimplement pgoutput: it loads the server's `pgoutput` library, copies its
 //! callbacks and delegates to them. Everything a consumer already relies on (protocol versions,
 //! binary mode, streaming, two-phase, row filters, column lists, error messages) therefore stays
-//! exactly as the server ships it, including future minor-release fixes.
+//! exactly as the server ships it. Only two callbacks are interposed:
+//! - `startup_cb`: after pgoutput's startup, note the publications the client asked for;
+//! - `message_cb` / `stream_message_cb`: a transactional `ddl_sync` message (written by the
+//!   capture hook, see `ddl-capture`) that one of those publications takes becomes a synthetic
+//!   INSERT on `ddl_sync.events` (see [`events`]); then, like every message, it goes to
+//!   pgoutput, which sends it only to clients that asked for `messages`.
 //!
 //! ```sql
 //! SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');
@@ -13,40 +17,28 @@
 //!        'proto_version', '1', 'publication_names', 'p');
 //! ```
 
+mod events;
+mod pgoutput;
+mod session;
+
+use ddl_capture::rules;
+use ddl_wire::{DdlRecord, RECORD_PREFIX};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
-use std::sync::OnceLock;
+use std::ffi::{c_char, CStr};
 
 ::pgrx::pg_module_magic!(name, version);
 
-/// pgoutput's callbacks. They are plain function pointers into pgoutput.so, identical in every
-/// backend, so they are loaded once per process.
-struct PgoutputCallbacks(pg_sys::OutputPluginCallbacks);
+// The capture's event trigger functions, which the ddl_sync extension declares with
+// `LANGUAGE c AS '$libdir/ddl_pgoutput'`.
+pub use ddl_capture::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};
 
-// SAFETY: a table of `extern "C"` function pointers that is written once and only read after.
-unsafe impl Sync for PgoutputCallbacks {}
-unsafe impl Send for PgoutputCallbacks {}
-
-static PGOUTPUT: OnceLock<PgoutputCallbacks> = OnceLock::new();
-
-/// Loads pgoutput's `_PG_output_plugin_init` and lets it fill a callback table.
-///
-/// # Safety
-/// Must be called in a backend, where `load_external_function` may ereport.
-unsafe fn load_pgoutput() -> pg_sys::OutputPluginCallbacks {
-    let init = pg_sys::load_external_function(
-        c"pgoutput".as_ptr(),
-        c"_PG_output_plugin_init".as_ptr(),
-        true,
-        std::ptr::null_mut(),
-    );
-    // SAFETY: `_PG_output_plugin_init` has this signature (output_plugin.h, LogicalOutputPluginInit).
-    let init: unsafe extern "C-unwind" fn(*mut pg_sys::OutputPluginCallbacks) =
-        std::mem::transmute(init);
-    let mut callbacks: pg_sys::OutputPluginCallbacks = std::mem::zeroed();
-    pg_guard_ffi_boundary(|| init(&mut callbacks));
-    callbacks
+/// Loaded by `shared_preload_libraries` (or as a plugin by a walsender): install the capture hook.
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: _PG_init runs once per process.
+    unsafe { ddl_capture::install_hook() };
 }
 
 /// The output plugin entry point PostgreSQL looks up by name.
@@ -56,9 +48,95 @@ unsafe fn load_pgoutput() -> pg_sys::OutputPluginCallbacks {
 #[no_mangle]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn _PG_output_plugin_init(cb: *mut pg_sys::OutputPluginCallbacks) {
-    let pgoutput = &PGOUTPUT
-        .get_or_init(|| PgoutputCallbacks(load_pgoutput()))
-        .0;
     // Start from pgoutput's table verbatim: every callback we do not interpose is pgoutput's own.
-    *cb = *pgoutput;
+    *cb = *pgoutput::callbacks();
+    (*cb).startup_cb = Some(startup_cb);
+    (*cb).message_cb = Some(message_cb);
+    (*cb).stream_message_cb = Some(stream_message_cb);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn startup_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    options: *mut pg_sys::OutputPluginOptions,
+    is_init: bool,
+) {
+    if let Some(startup) = pgoutput::callbacks().startup_cb {
+        pg_guard_ffi_boundary(|| startup(ctx, options, is_init));
+    }
+    session::begin(ctx);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn message_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    lsn: pg_sys::XLogRecPtr,
+    transactional: bool,
+    prefix: *const c_char,
+    size: pg_sys::Size,
+    message: *const c_char,
+) {
+    if transactional {
+        ddl_event(ctx, txn, lsn, prefix, size, message, false);
+    }
+    if let Some(message_cb) = pgoutput::callbacks().message_cb {
+        pg_guard_ffi_boundary(|| message_cb(ctx, txn, lsn, transactional, prefix, size, message));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn stream_message_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    lsn: pg_sys::XLogRecPtr,
+    transactional: bool,
+    prefix: *const c_char,
+    size: pg_sys::Size,
+    message: *const c_char,
+) {
+    if transactional {
+        ddl_event(ctx, txn, lsn, prefix, size, message, true);
+    }
+    if let Some(message_cb) = pgoutput::callbacks().stream_message_cb {
+        pg_guard_ffi_boundary(|| message_cb(ctx, txn, lsn, transactional, prefix, size, message));
+    }
+}
+
+/// Turns a `ddl_sync` message into a DDL event when one of the client's publications takes it.
+/// An empty message is the capture's padding (see `ddl-capture`) and carries nothing; a
+/// malformed one is reported and not sent: it is not a DDL statement.
+unsafe fn ddl_event(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    lsn: pg_sys::XLogRecPtr,
+    prefix: *const c_char,
+    size: pg_sys::Size,
+    message: *const c_char,
+    streaming: bool,
+) {
+    if txn.is_null() || size == 0 || CStr::from_ptr(prefix).to_bytes() != RECORD_PREFIX.as_bytes() {
+        return;
+    }
+    let payload = std::slice::from_raw_parts(message.cast::<u8>(), size);
+    let record = match DdlRecord::parse(payload) {
+        Ok(record) => record,
+        Err(e) => {
+            warning!(
+                "ddl_pgoutput: ignoring malformed ddl_sync message at {}: {e}",
+                events::fmt_lsn(lsn)
+            );
+            return;
+        }
+    };
+    let Some((wanted, scratch)) = session::with(|s| {
+        let pubids = rules::publication_oids(&s.publications);
+        (rules::wanted(Some(&pubids), &record), s.scratch)
+    })
+    else {
+        return;
+    };
+    if wanted {
+        events::send(ctx, txn, lsn, &record, streaming, scratch);
+    }
 }

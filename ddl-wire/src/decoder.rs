@@ -54,6 +54,7 @@ impl StreamDecoder {
     }
 
     /// Decodes `buf`, which must hold exactly one message (see [`Message::parse`]).
+    #[inline]
     pub fn decode<'a>(&mut self, buf: &'a [u8]) -> Result<Message<'a>, Error> {
         self.check(buf)?;
         let message = Message::parse(buf, &self.ctx)?;
@@ -71,6 +72,7 @@ impl StreamDecoder {
     }
 
     /// Refuses a message type where it cannot come, before parsing it with the wrong context.
+    #[inline]
     fn check(&self, buf: &[u8]) -> Result<(), Error> {
         let Some(&tag) = buf.first() else {
             return Ok(());
@@ -104,6 +106,7 @@ impl StreamDecoder {
         }
     }
 
+    #[inline]
     fn advance(&mut self, message: &Message<'_>) {
         match message {
             Message::StreamStart(start) => {

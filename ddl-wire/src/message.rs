@@ -145,6 +145,7 @@ impl<'a> Message<'a> {
     ///
     /// Bytes left after the message are an error ([`ErrorKind::TrailingBytes`], at the first
     /// extra byte); a buffer that ends inside the message is [`ErrorKind::Incomplete`].
+    #[inline]
     pub fn parse(buf: &'a [u8], ctx: &ProtocolContext) -> Result<Message<'a>, Error> {
         let (message, used) = Message::parse_prefix(buf, ctx)?;
         match buf.len().saturating_sub(used) {
@@ -163,6 +164,7 @@ impl<'a> Message<'a> {
     /// Checks that the message type exists in the context's protocol version; it does not
     /// check where the message may appear in a stream ([`StreamDecoder`](crate::StreamDecoder)
     /// does).
+    #[inline]
     pub fn parse_prefix(
         buf: &'a [u8],
         ctx: &ProtocolContext,

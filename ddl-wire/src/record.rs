@@ -13,12 +13,14 @@
 //! u8   flags: 0x01 top level (else nested in a function / DO block),
 //!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
 //! u32  xid of the (sub)transaction that ran the statement
-//! u32  kind bits (ddl-filter's DdlKinds mask)
+//! u32  class id: the OID of the catalog the object is in (pg_class, pg_proc, ...; 0 if none)
+//! u32  object id: the object's OID on the capturing node (0 if none)
+//! u32  namespace id: the OID of the object's schema on the capturing node (0 if none)
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then nine strings, each u32 length + UTF-8 bytes (no NUL terminator):
-//!      dialect, command tag, schema, object identity, statement, search_path,
+//! then ten strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//!      dialect, command tag, kind, schema, object identity, statement, search_path,
 //!      current role, session user, database
 //! ```
 //! Nothing may follow the last string.
@@ -93,14 +95,23 @@ pub struct DdlRecord<'a> {
     /// The xid of the (sub)transaction that ran the statement; the output plugin uses it to
     /// attribute the event to that subtransaction when streaming.
     pub xid: u32,
-    /// The statement's kind as a `ddl_filter::DdlKinds` bit mask.
-    pub kind: u32,
+    /// The OID of the system catalog the object belongs to (e.g. 1259, pg_class), 0 if none.
+    /// With `object_id` it lets the output plugin match relation- and object-level rules even
+    /// for an object the statement dropped; the OIDs mean nothing on other nodes.
+    pub class_id: u32,
+    /// The object's OID on the capturing node, 0 if none.
+    pub object_id: u32,
+    /// The OID of the object's schema on the capturing node, 0 if none.
+    pub namespace_id: u32,
     /// Where the statement comes from.
     pub origin: RecordOrigin,
     /// The SQL dialect the session parsed it with (`postgres`, `tsql`, ...).
     pub dialect: &'a str,
     /// The command tag (`CREATE TABLE`, `ALTER INDEX`, ...).
     pub command_tag: &'a str,
+    /// The statement's kind, as the `ddl` option spells it (`table`, `index`, ...). A token, not
+    /// ddl-filter's bit: readers of the record need no copy of that table.
+    pub kind: &'a str,
     /// The schema of the object, empty when the object has none (e.g. a schema or extension).
     pub schema: &'a str,
     /// The schema-qualified object identity (`public.orders`).
@@ -171,9 +182,10 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 9] = [
+const STRING_FIELDS: [&str; 10] = [
     "dialect",
     "command_tag",
+    "kind",
     "schema",
     "object_identity",
     "sql",
@@ -203,13 +215,15 @@ impl<'a> DdlRecord<'a> {
             offset: 1,
         })?;
         let xid = r.u32("xid")?;
-        let kind = r.u32("kind")?;
+        let class_id = r.u32("class_id")?;
+        let object_id = r.u32("object_id")?;
+        let namespace_id = r.u32("namespace_id")?;
         let origin = RecordOrigin {
             capturing_sysid: r.u64("capturing_sysid")?,
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 9];
+        let mut s = [""; 10];
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS) {
             *slot = r.string(field)?;
         }
@@ -219,12 +233,15 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, schema, object_identity, sql, search_path, role, session_user, database] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database] =
             s;
         Ok(DdlRecord {
             flags,
             xid,
             kind,
+            class_id,
+            object_id,
+            namespace_id,
             origin,
             dialect,
             command_tag,
@@ -243,7 +260,9 @@ impl<'a> DdlRecord<'a> {
         out.push(RECORD_FORMAT_VERSION);
         out.push(self.flags.bits());
         out.extend_from_slice(&self.xid.to_be_bytes());
-        out.extend_from_slice(&self.kind.to_be_bytes());
+        out.extend_from_slice(&self.class_id.to_be_bytes());
+        out.extend_from_slice(&self.object_id.to_be_bytes());
+        out.extend_from_slice(&self.namespace_id.to_be_bytes());
         out.extend_from_slice(&self.origin.capturing_sysid.to_be_bytes());
         out.extend_from_slice(&self.origin.original_sysid.to_be_bytes());
         out.extend_from_slice(&self.origin.original_lsn.to_be_bytes());
@@ -255,10 +274,11 @@ impl<'a> DdlRecord<'a> {
         }
     }
 
-    fn strings(&self) -> [&'a str; 9] {
+    fn strings(&self) -> [&'a str; 10] {
         [
             self.dialect,
             self.command_tag,
+            self.kind,
             self.schema,
             self.object_identity,
             self.sql,
@@ -323,7 +343,10 @@ mod tests {
         DdlRecord {
             flags: RecordFlags::TOP_LEVEL | RecordFlags::TRANSACTIONAL,
             xid: 731,
-            kind: 1,
+            kind: "table",
+            class_id: 1259,
+            object_id: 16_384,
+            namespace_id: 2200,
             origin: RecordOrigin {
                 capturing_sysid: 7_301_234_567_890_123_456,
                 original_sysid: 7_301_234_567_890_123_456,
@@ -403,7 +426,7 @@ mod tests {
 
     #[test]
     fn huge_length_does_not_overflow() {
-        let mut bytes = encoded(&sample())[..34].to_vec();
+        let mut bytes = encoded(&sample())[..42].to_vec();
         bytes.extend_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(
             DdlRecord::parse(&bytes).unwrap_err().kind(),

@@ -11,6 +11,13 @@ use crate::Error;
 /// One item of a counted list, read from the front of its input.
 pub(crate) trait Item<'a>: Sized {
     fn parse(i: &'a [u8]) -> PResult<'a, Self>;
+
+    /// Reads one item without nom's error plumbing; `None` where `parse` would fail (it is then
+    /// run for the error).
+    #[inline]
+    fn read(i: &'a [u8]) -> Option<(&'a [u8], Self)> {
+        Self::parse(i).ok()
+    }
 }
 
 /// The bytes of a counted list, read again item by item on demand.
@@ -31,11 +38,15 @@ pub(crate) struct Sequence<'a, T> {
 impl<'a, T: Item<'a>> Sequence<'a, T> {
     /// Reads the count and steps over the items. `total` is the length of the buffer that `i`
     /// is a suffix of, and `tag` the message type, both for error reports.
+    #[inline]
     pub(crate) fn parse(i: &'a [u8], total: usize, tag: u8) -> PResult<'a, Self> {
         let (start, count) = be_u16(i)?;
         let mut after = start;
         for _ in 0..count {
-            (after, _) = T::parse(after)?;
+            after = match T::read(after) {
+                Some((rest, _)) => rest,
+                None => T::parse(after)?.0,
+            };
         }
         let (after, bytes) = take(start.len().saturating_sub(after.len()))(start)?;
         Ok((
@@ -50,9 +61,15 @@ impl<'a, T: Item<'a>> Sequence<'a, T> {
         ))
     }
 
+    #[inline]
     pub(crate) fn next_item(&mut self) -> Option<Result<T, Error>> {
         if self.remaining == 0 {
             return None;
+        }
+        if let Some((rest, item)) = T::read(self.rest) {
+            self.rest = rest;
+            self.remaining -= 1;
+            return Some(Ok(item));
         }
         match T::parse(self.rest) {
             Ok((rest, item)) => {

@@ -27,6 +27,30 @@ pub enum TupleValue<'a> {
 }
 
 impl<'a> Item<'a> for TupleValue<'a> {
+    #[inline(always)]
+    fn read(i: &'a [u8]) -> Option<(&'a [u8], Self)> {
+        let (&kind, rest) = i.split_first()?;
+        match kind {
+            b'n' => Some((rest, TupleValue::Null)),
+            b'u' => Some((rest, TupleValue::UnchangedToast)),
+            b't' | b'b' => {
+                let (len, rest) = rest.split_first_chunk::<4>()?;
+                let len = usize::try_from(i32::from_be_bytes(*len)).ok()?;
+                if rest.len() < len {
+                    return None;
+                }
+                let (bytes, rest) = rest.split_at(len);
+                let value = if kind == b't' {
+                    TupleValue::Text(bytes)
+                } else {
+                    TupleValue::Binary(bytes)
+                };
+                Some((rest, value))
+            }
+            _ => None,
+        }
+    }
+
     fn parse(i: &'a [u8]) -> PResult<'a, Self> {
         let (rest, kind) = be_u8(i)?;
         match kind {

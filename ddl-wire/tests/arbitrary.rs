@@ -219,3 +219,384 @@ fn messages_out_of_order_never_panic_the_decoder() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The DDL record and the DDL event view
+
+use common::{Col, Val};
+use ddl_wire::{
+    event_columns, DdlEvent, DdlRecord, EventsRelation, RecordErrorKind, RecordFlags, RecordOrigin,
+};
+
+/// Whether `s` lies inside `buf`: the views borrow, they never copy.
+fn borrowed_from(s: &str, buf: &[u8]) -> bool {
+    let (start, end) = (buf.as_ptr() as usize, buf.as_ptr() as usize + buf.len());
+    let at = s.as_ptr() as usize;
+    s.is_empty() || (start <= at && at + s.len() <= end)
+}
+
+/// A random UTF-8 string: ASCII, quotes, newlines, multi-byte characters.
+fn utf8(rng: &mut Rng, max_chars: usize) -> String {
+    let alphabet = [
+        'a', 'Z', '0', ' ', '"', '\'', '\n', '\0', ';', 'é', '€', '𝄞', '$',
+    ];
+    (0..rng.below(max_chars + 1))
+        .map(|_| rng.pick(&alphabet))
+        .collect()
+}
+
+/// The strings of a record, owned, so a record can borrow them.
+struct RecordStrings([String; 10]);
+
+impl RecordStrings {
+    fn random(rng: &mut Rng) -> RecordStrings {
+        RecordStrings(std::array::from_fn(|_| utf8(rng, 24)))
+    }
+
+    fn record(&self, rng: &mut Rng) -> DdlRecord<'_> {
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database] =
+            &self.0;
+        DdlRecord {
+            flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
+            xid: rng.u32(),
+            class_id: rng.u32(),
+            object_id: rng.u32(),
+            namespace_id: rng.u32(),
+            origin: RecordOrigin {
+                capturing_sysid: rng.u64(),
+                original_sysid: rng.u64(),
+                original_lsn: rng.u64(),
+            },
+            dialect,
+            command_tag,
+            kind,
+            schema,
+            object_identity,
+            sql,
+            search_path,
+            role,
+            session_user,
+            database,
+        }
+    }
+}
+
+/// Parses `payload` as a record: what is accepted encodes back exactly and borrows from the
+/// payload; errors stay inside it.
+fn check_record(payload: &[u8]) -> bool {
+    match DdlRecord::parse(payload) {
+        Ok(record) => {
+            let mut again = Vec::new();
+            record.encode(&mut again);
+            assert_eq!(again, payload, "accepted records encode back exactly");
+            for s in [
+                record.dialect,
+                record.command_tag,
+                record.kind,
+                record.schema,
+                record.object_identity,
+                record.sql,
+                record.search_path,
+                record.role,
+                record.session_user,
+                record.database,
+            ] {
+                assert!(borrowed_from(s, payload));
+            }
+            true
+        }
+        Err(e) => {
+            assert!(
+                e.offset() <= payload.len(),
+                "{e} past {} bytes",
+                payload.len()
+            );
+            assert!(!e.to_string().is_empty());
+            false
+        }
+    }
+}
+
+#[test]
+fn random_bytes_never_panic_the_record_parser() {
+    let mut rng = Rng::new(21);
+    for _ in 0..100_000 {
+        let mut payload = rng.bytes(120);
+        // Often a plausible start: version 1 and known flags, so parsing gets to the strings.
+        if rng.coin() && payload.len() >= 2 {
+            payload[0] = 1;
+            payload[1] &= 0x07;
+        }
+        check_record(&payload);
+    }
+}
+
+#[test]
+fn mutated_records_never_panic_and_prefixes_are_truncated() {
+    let mut rng = Rng::new(22);
+    let mut accepted = 0;
+    for round in 0..40_000 {
+        let strings = RecordStrings::random(&mut rng);
+        let record = strings.record(&mut rng);
+        let mut payload = Vec::new();
+        record.encode(&mut payload);
+        assert_eq!(DdlRecord::parse(&payload), Ok(record));
+        if round % 50 == 0 {
+            for cut in 0..payload.len() {
+                let e = DdlRecord::parse(&payload[..cut]).unwrap_err();
+                assert!(matches!(e.kind(), RecordErrorKind::Truncated(_)), "{e}");
+            }
+        }
+        mutate(&mut rng, &mut payload);
+        // Four bytes replaced by an edge value: string lengths made huge must not allocate
+        // or panic.
+        if rng.below(4) == 0 && payload.len() >= 4 {
+            let at = rng.below(payload.len() - 3);
+            payload[at..at + 4].copy_from_slice(&rng.u32().to_be_bytes());
+        }
+        accepted += usize::from(check_record(&payload));
+    }
+    // Mutations inside the strings or numbers still give records.
+    assert!(accepted > 0);
+}
+
+/// How the events relation and its rows may be built: each event column with its SQL type,
+/// in the order the view reads them.
+fn event_types() -> Vec<(&'static str, &'static str)> {
+    event_columns().collect()
+}
+
+fn type_oid(sql_type: &str) -> u32 {
+    match sql_type {
+        "boolean" => 16,
+        "bigint" => 20,
+        "text" => 25,
+        "pg_lsn" => 3220,
+        other => panic!("event column type {other}"),
+    }
+}
+
+/// A valid value of `sql_type`, in text or binary format.
+fn event_value(rng: &mut Rng, sql_type: &str, binary: bool) -> Val {
+    let v = match (sql_type, binary) {
+        ("boolean", false) => Val::Text(rng.pick(&[&b"t"[..], b"f"]).to_vec()),
+        ("boolean", true) => Val::Binary(vec![rng.below(2) as u8]),
+        ("bigint", false) => Val::Text(rng.i64().to_string().into_bytes()),
+        ("pg_lsn", false) => {
+            let lsn = rng.u64();
+            Val::Text(format!("{:X}/{:X}", lsn >> 32, lsn as u32).into_bytes())
+        }
+        ("bigint" | "pg_lsn", true) => Val::Binary(rng.u64().to_be_bytes().to_vec()),
+        (_, false) => Val::Text(utf8(rng, 40).into_bytes()),
+        (_, true) => Val::Binary(utf8(rng, 40).into_bytes()),
+    };
+    v
+}
+
+/// A valid `ddl_sync.events` Relation and Insert: the event columns in a random order among
+/// columns the view ignores, values in text or binary format, in a random context.
+fn event_pair(rng: &mut Rng, ctx: &ProtocolContext) -> (Model, Model) {
+    let mut columns: Vec<(Col, Val)> = Vec::new();
+    let binary = rng.coin();
+    for (name, ty) in event_types() {
+        let value = event_value(rng, ty, binary);
+        columns.push((
+            Col {
+                flags: 0,
+                name: name.as_bytes().to_vec(),
+                type_oid: type_oid(ty),
+                type_modifier: -1,
+            },
+            value,
+        ));
+    }
+    for extra in 0..rng.below(4) {
+        let value = if rng.coin() {
+            Val::Null
+        } else {
+            Val::Text(rng.bytes(8))
+        };
+        columns.push((
+            Col {
+                flags: rng.below(2) as u8,
+                name: format!("extra_{extra}").into_bytes(),
+                type_oid: rng.u32(),
+                type_modifier: rng.i32(),
+            },
+            value,
+        ));
+    }
+    // Shuffle.
+    for i in (1..columns.len()).rev() {
+        columns.swap(i, rng.below(i + 1));
+    }
+    let xid = ctx.in_stream().then(|| rng.xid());
+    let rel_id = rng.u32();
+    let relation = Model::Relation {
+        xid,
+        rel_id,
+        namespace: b"ddl_sync".to_vec(),
+        name: b"events".to_vec(),
+        replica_identity: rng.pick(b"dnfi"),
+        columns: columns.iter().map(|(c, _)| c.clone()).collect(),
+    };
+    let insert = Model::Insert {
+        xid,
+        rel_id,
+        new: columns.into_iter().map(|(_, v)| v).collect(),
+    };
+    (relation, insert)
+}
+
+/// Runs the view over a Relation and an Insert (as bytes, which may not even parse): no
+/// panic, and an event borrows from the Insert.
+fn check_event(relation: &[u8], insert: &[u8], ctx: &ProtocolContext) -> Option<bool> {
+    let Ok(Message::Relation(rel)) = Message::parse(relation, ctx) else {
+        return None;
+    };
+    let events = match EventsRelation::from_relation(&rel) {
+        Ok(Some(events)) => events,
+        Ok(None) => return None,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return Some(false);
+        }
+    };
+    assert_eq!(events.rel_id(), rel.rel_id());
+    let Ok(Message::Insert(row)) = Message::parse(insert, ctx) else {
+        return None;
+    };
+    match events.event(&row) {
+        Ok(event) => {
+            let DdlEvent {
+                kind,
+                dialect,
+                command_tag,
+                schema,
+                object_identity,
+                sql,
+                search_path,
+                role,
+                session_user,
+                database,
+                ..
+            } = event;
+            for s in [
+                kind,
+                dialect,
+                command_tag,
+                schema,
+                object_identity,
+                sql,
+                search_path,
+                role,
+                session_user,
+                database,
+            ] {
+                assert!(
+                    borrowed_from(s, insert),
+                    "event strings borrow from the Insert"
+                );
+            }
+            Some(true)
+        }
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            Some(false)
+        }
+    }
+}
+
+#[test]
+fn valid_event_pairs_read_back_their_values() {
+    let mut rng = Rng::new(23);
+    let contexts = contexts();
+    for round in 0..3_000 {
+        let ctx = contexts[round % contexts.len()];
+        let (relation, insert) = event_pair(&mut rng, &ctx);
+        let (rel_bytes, ins_bytes) = (relation.bytes(), insert.bytes());
+        assert_eq!(check_event(&rel_bytes, &ins_bytes, &ctx), Some(true));
+        // The sql column's value is the event's sql.
+        let (Model::Relation { columns, .. }, Model::Insert { new, .. }) = (&relation, &insert)
+        else {
+            unreachable!()
+        };
+        let at = columns.iter().position(|c| c.name == b"sql").unwrap();
+        let (Val::Text(sql) | Val::Binary(sql)) = &new[at] else {
+            unreachable!()
+        };
+        let Ok(Message::Relation(rel)) = Message::parse(&rel_bytes, &ctx) else {
+            unreachable!()
+        };
+        let Ok(Message::Insert(row)) = Message::parse(&ins_bytes, &ctx) else {
+            unreachable!()
+        };
+        let event = EventsRelation::from_relation(&rel)
+            .unwrap()
+            .unwrap()
+            .event(&row)
+            .unwrap();
+        assert_eq!(event.sql.as_bytes(), &sql[..]);
+    }
+}
+
+#[test]
+fn mutated_event_pairs_never_panic() {
+    let mut rng = Rng::new(24);
+    let contexts = contexts();
+    let (mut refused, mut read) = (0, 0);
+    for round in 0..30_000 {
+        let ctx = contexts[round % contexts.len()];
+        let (mut relation, mut insert) = event_pair(&mut rng, &ctx);
+        // A change the view must survive, at the level of columns and values...
+        let (
+            Model::Relation {
+                columns, rel_id, ..
+            },
+            Model::Insert {
+                new,
+                rel_id: ins_rel,
+                ..
+            },
+        ) = (&mut relation, &mut insert)
+        else {
+            unreachable!()
+        };
+        let i = rng.below(columns.len());
+        match rng.below(9) {
+            0 => new[i] = Val::Null,
+            1 => new[i] = Val::Unchanged,
+            2 => new[i] = Val::Text(rng.bytes(12)),
+            3 => new[i] = Val::Binary(rng.bytes(12)),
+            4 => {
+                let any = rng.u32();
+                columns[i].type_oid = rng.pick(&[16, 20, 25, 3220, any]);
+            }
+            5 => {
+                columns.remove(i);
+            }
+            6 => {
+                new.remove(i);
+            }
+            7 => {
+                let other = rng.below(columns.len());
+                columns[i].name = columns[other].name.clone();
+            }
+            _ => *ins_rel = rel_id.wrapping_add(1),
+        }
+        let (mut rel_bytes, mut ins_bytes) = (relation.bytes(), insert.bytes());
+        // ...and at the level of bytes.
+        if rng.coin() {
+            mutate(&mut rng, &mut rel_bytes);
+        }
+        if rng.coin() {
+            mutate(&mut rng, &mut ins_bytes);
+        }
+        match check_event(&rel_bytes, &ins_bytes, &ctx) {
+            Some(true) => read += 1,
+            Some(false) => refused += 1,
+            None => {}
+        }
+    }
+    assert!(read > 0 && refused > 0, "read {read}, refused {refused}");
+}

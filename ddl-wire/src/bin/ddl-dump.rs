@@ -106,7 +106,7 @@ fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, Strin
             }
         };
         match name {
-            "--" => options_done = true,
+            "--" if inline.is_none() => options_done = true,
             "-h" | "--help" => return Ok(Command::Help),
             "-V" | "--version" => return Ok(Command::Version),
             "--proto-version" => {
@@ -279,12 +279,7 @@ fn dump(
                 again.clear();
                 message.encode(&mut again);
                 let bytes = &rest[..used];
-                if again != bytes {
-                    let at = bytes
-                        .iter()
-                        .zip(&again)
-                        .position(|(a, b)| a != b)
-                        .unwrap_or(bytes.len().min(again.len()));
+                if let Some(at) = first_difference(bytes, &again) {
                     return Err(Stop::Verify {
                         number,
                         tag: message.tag(),
@@ -336,6 +331,20 @@ fn dump(
         buf.truncate(filled + read);
         eof = read == 0;
     }
+}
+
+/// Where `expected` and `actual` first differ (a byte, or where the shorter one ends).
+fn first_difference(expected: &[u8], actual: &[u8]) -> Option<usize> {
+    if expected == actual {
+        return None;
+    }
+    Some(
+        expected
+            .iter()
+            .zip(actual)
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.len().min(actual.len())),
+    )
 }
 
 /// The message concerned, as the crate's errors name it: `Insert ('I')`.
@@ -438,7 +447,9 @@ fn main() -> ExitCode {
                     offset,
                     what,
                 } => {
-                    report(&format!("{name}: message {number} at byte {offset}: {what}"));
+                    report(&format!(
+                        "{name}: message {number} at byte {offset}: {what}"
+                    ));
                     ExitCode::from(EXIT_INPUT)
                 }
                 Stop::Read(e) => {
@@ -536,6 +547,17 @@ mod tests {
         };
         let err = context(&o).unwrap_err().to_string();
         assert!(err.contains("streaming = parallel, need 4"), "{err}");
+    }
+
+    #[test]
+    fn verify_names_the_first_differing_byte() {
+        assert_eq!(first_difference(b"abc", b"abc"), None);
+        assert_eq!(first_difference(b"abc", b"abd"), Some(2));
+        assert_eq!(first_difference(b"abc", b"ab"), Some(2));
+        assert_eq!(first_difference(b"ab", b"abc"), Some(2));
+        assert_eq!(byte(Some(b'I')), "'I' (0x49)");
+        assert_eq!(byte(Some(0)), "0x00");
+        assert_eq!(byte(None), "the end of the message");
     }
 
     #[test]

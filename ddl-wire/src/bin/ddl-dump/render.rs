@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use ddl_wire::{
-    DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags, RelationBody,
-    TupleData, TupleValue, RECORD_FORMAT_VERSION, RECORD_PREFIX,
+    DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags, RelationBody, TupleData,
+    TupleValue, RECORD_FORMAT_VERSION, RECORD_PREFIX,
 };
 
 use crate::show;
@@ -81,6 +81,8 @@ enum V<'a> {
     Object(Vec<(&'static str, V<'a>)>),
     /// Left out of the text line.
     JsonOnly(Box<V<'a>>),
+    /// Left out of JSON.
+    TextOnly(Box<V<'a>>),
 }
 
 struct ColumnView {
@@ -198,7 +200,19 @@ impl Printer {
             }
             Message::LogicalMessage(m) => {
                 stream_xid(&mut fields, m.xid());
-                fields.push(("transactional", V::Flag(m.transactional())));
+                let transactional = if m.transactional() {
+                    "transactional"
+                } else {
+                    "non-transactional"
+                };
+                fields.push((
+                    "transactional",
+                    V::TextOnly(Box::new(V::Bare(transactional.to_owned()))),
+                ));
+                fields.push((
+                    "transactional",
+                    V::JsonOnly(Box::new(V::Flag(m.transactional()))),
+                ));
                 fields.push(("lsn", V::Lsn(m.lsn())));
                 fields.push(("prefix", V::Name(m.prefix().to_string())));
                 if m.prefix().as_bytes() == RECORD_PREFIX.as_bytes() {
@@ -502,46 +516,6 @@ fn builtin_type(oid: u32) -> Option<&'static str> {
     })
 }
 
-/// The `ddl` option's kind tokens; bit i of a record's kind mask is the i-th token (ddl-filter's
-/// `DdlKinds`, which ddl-wire does not depend on: this list must follow it).
-const KIND_TOKENS: [&str; 11] = [
-    "table",
-    "index",
-    "sequence",
-    "trigger",
-    "view",
-    "rule",
-    "schema",
-    "function",
-    "type",
-    "domain",
-    "extension",
-];
-
-/// A kind mask as its tokens, `table,index`; bits no token names as hex; `none` for 0.
-fn kind_tokens(mask: u32) -> String {
-    let mut out = String::new();
-    for (i, token) in KIND_TOKENS.iter().enumerate() {
-        if mask & (1 << i) != 0 {
-            if !out.is_empty() {
-                out.push(',');
-            }
-            out.push_str(token);
-        }
-    }
-    let unknown = mask & !((1 << KIND_TOKENS.len()) - 1);
-    if unknown != 0 {
-        if !out.is_empty() {
-            out.push(',');
-        }
-        let _ = write!(out, "0x{unknown:x}");
-    }
-    if out.is_empty() {
-        out.push_str("none");
-    }
-    out
-}
-
 // ---------------------------------------------------------------------------------------------
 // Text
 
@@ -584,6 +558,7 @@ fn text_line(
 fn text_field(out: &mut String, key: &str, value: &V<'_>) {
     match value {
         V::Flag(false) | V::JsonOnly(_) | V::Object(_) => return,
+        V::TextOnly(v) => return text_field(out, key, v),
         V::Flag(true) => {
             out.push(' ');
             out.push_str(key);
@@ -658,7 +633,7 @@ fn text_field(out: &mut String, key: &str, value: &V<'_>) {
             }
             out.push(')');
         }
-        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::Object(_) => {}
+        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::TextOnly(_) | V::Object(_) => {}
     }
 }
 
@@ -699,7 +674,7 @@ fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
             forwarded: e.forwarded.then_some((e.origin_sysid, e.origin_lsn)),
         },
         Ddl::Record(r) => Common {
-            kind: kind_tokens(r.kind),
+            kind: r.kind.to_owned(),
             dialect: r.dialect,
             command_tag: r.command_tag,
             schema: r.schema,
@@ -732,10 +707,7 @@ fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
         details.push(("nested", String::new()));
     }
     if let Some((sysid, lsn)) = c.forwarded {
-        details.push((
-            "forwarded from",
-            format!("{sysid} at {}", show::lsn(lsn)),
-        ));
+        details.push(("forwarded from", format!("{sysid} at {}", show::lsn(lsn))));
     }
     for (i, (key, value)) in details.iter().enumerate() {
         if i > 0 {
@@ -898,6 +870,7 @@ fn json_field(o: &mut Object<'_>, key: &str, value: &V<'_>) {
             inner.close();
         }
         V::JsonOnly(v) => json_field(o, key, v),
+        V::TextOnly(_) => {}
     }
 }
 
@@ -925,15 +898,23 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
         ],
         Ddl::Record(r) => vec![
             ("format_version", V::Num(RECORD_FORMAT_VERSION.into())),
-            ("top_level", V::Flag(r.flags.contains(RecordFlags::TOP_LEVEL))),
+            (
+                "top_level",
+                V::Flag(r.flags.contains(RecordFlags::TOP_LEVEL)),
+            ),
             (
                 "transactional",
                 V::Flag(r.flags.contains(RecordFlags::TRANSACTIONAL)),
             ),
-            ("forwarded", V::Flag(r.flags.contains(RecordFlags::FORWARDED))),
+            (
+                "forwarded",
+                V::Flag(r.flags.contains(RecordFlags::FORWARDED)),
+            ),
             ("xid", V::Num(r.xid.into())),
-            ("kind", V::Name(kind_tokens(r.kind))),
-            ("kind_bits", V::Num(r.kind.into())),
+            ("kind", s(r.kind)),
+            ("class_id", V::Num(r.class_id.into())),
+            ("object_id", V::Num(r.object_id.into())),
+            ("namespace_id", V::Num(r.namespace_id.into())),
             ("capturing_sysid", V::Num(r.origin.capturing_sysid)),
             ("original_sysid", V::Num(r.origin.original_sysid)),
             ("original_lsn", V::Lsn(r.origin.original_lsn)),
@@ -947,19 +928,5 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("session_user", s(r.session_user)),
             ("database", s(r.database)),
         ],
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn kind_masks_name_their_tokens() {
-        assert_eq!(kind_tokens(0), "none");
-        assert_eq!(kind_tokens(1), "table");
-        assert_eq!(kind_tokens(0b11), "table,index");
-        assert_eq!(kind_tokens(1 << 10), "extension");
-        assert_eq!(kind_tokens((1 << 11) | 1), "table,0x800");
     }
 }

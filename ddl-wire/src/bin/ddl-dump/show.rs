@@ -181,7 +181,10 @@ mod tests {
             let next_day = (y, m, d) == (last.0, last.1, last.2 + 1);
             let next_month = (y, m, d) == (last.0, last.1 + 1, 1);
             let next_year = (y, m, d) == (last.0 + 1, 1, 1);
-            assert!(next_day || next_month || next_year, "{last:?} then {y}-{m}-{d}");
+            assert!(
+                next_day || next_month || next_year,
+                "{last:?} then {y}-{m}-{d}"
+            );
             last = (y, m, d);
         }
         assert_eq!(civil_from_days(0), (1970, 1, 1));

@@ -1,0 +1,31 @@
+-- Rows follow what they are about: when a publication, schema, relation or object is dropped,
+-- its publication_sync rows go with it, in the same transaction.
+
+-- SECURITY DEFINER: whoever drops a publication or table must not need privileges on the
+-- catalog. Safe: it only deletes rows of objects that this very command dropped, and an event
+-- trigger function cannot be called directly.
+CREATE FUNCTION ddl_sync.forget_dropped_objects()
+RETURNS event_trigger
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM ddl_sync.publication_sync AS s
+    USING pg_event_trigger_dropped_objects() AS d
+    WHERE (d.classid = 'pg_publication'::regclass AND s.pfsyncpubid = d.objid)
+       OR (d.classid = 'pg_namespace'::regclass AND s.pfsynckind = 'n'
+           AND s.pfsyncnspid = d.objid)
+       -- objsubid <> 0 is a column (ALTER TABLE ... DROP COLUMN): the relation stays.
+       OR (d.objsubid = 0 AND s.pfsynckind = 'o' AND s.pfsyncrelid = d.classid
+           AND s.pfsyncobjid = d.objid)
+       OR (d.objsubid = 0 AND d.classid = 'pg_class'::regclass AND s.pfsynckind = 'r'
+           AND s.pfsyncrelid = d.objid);
+END
+$$;
+
+CREATE EVENT TRIGGER ddl_sync_forget_dropped_objects ON sql_drop
+    EXECUTE FUNCTION ddl_sync.forget_dropped_objects();
+
+-- ALWAYS: also when the drop is replayed by a subscription's apply worker
+-- (session_replication_role = replica), where an ordinary event trigger stays silent.
+ALTER EVENT TRIGGER ddl_sync_forget_dropped_objects ENABLE ALWAYS;

@@ -1,0 +1,18 @@
+-- Who may do what, in one place (runs last).
+
+-- Everyone may look up and call the functions; they check the publication's ownership.
+GRANT USAGE ON SCHEMA ddl_sync TO PUBLIC;
+
+-- The configuration is as public as pg_publication and pg_publication_rel: readable by all,
+-- written only through the functions.
+REVOKE ALL ON TABLE ddl_sync.publication_sync FROM PUBLIC;
+GRANT SELECT ON TABLE ddl_sync.publication_sync TO PUBLIC;
+REVOKE ALL ON SEQUENCE ddl_sync.publication_sync_oid_seq FROM PUBLIC;
+GRANT SELECT ON TABLE ddl_sync.publication_ddl_config TO PUBLIC;
+
+-- Statement texts and apply errors are for whom the administrator grants them (like the query
+-- texts of pg_stat_activity): a replication role that is not superuser needs
+-- GRANT SELECT ON ddl_sync.events TO that_role for the initial table sync.
+REVOKE ALL ON TABLE ddl_sync.events FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION ddl_sync.forget_dropped_objects() FROM PUBLIC;

@@ -1,0 +1,40 @@
+//! Writing records to WAL.
+
+use ddl_wire::{DdlRecord, RECORD_PREFIX};
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use std::ffi::CString;
+
+extern "C-unwind" {
+    // replication/message.h; not in pgrx's pg_sys bindings.
+    fn LogLogicalMessage(
+        prefix: *const std::ffi::c_char,
+        message: *const std::ffi::c_char,
+        size: pg_sys::Size,
+        transactional: bool,
+    ) -> pg_sys::XLogRecPtr;
+}
+
+/// Writes `record` as a transactional `ddl_sync` message, followed by an empty one.
+///
+/// Why the empty one: a message's change is queued at the END of its WAL record, a row change at
+/// the START of its own. A DDL message written last in a subtransaction (`SAVEPOINT; ALTER
+/// TABLE ...; RELEASE`) would tie with the parent's next row change, and the reorder buffer may
+/// then deliver the row first: the subscriber would see a row with a column it does not have
+/// yet. The padding message moves the tie onto itself; the output plugin ignores it.
+pub fn emit_record(record: &DdlRecord<'_>) {
+    let mut payload = Vec::new();
+    record.encode(&mut payload);
+    log_message(&payload);
+    log_message(&[]);
+}
+
+fn log_message(payload: &[u8]) {
+    let prefix = CString::new(RECORD_PREFIX).expect("the prefix has no NUL byte");
+    // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
+    unsafe {
+        pg_guard_ffi_boundary(|| {
+            LogLogicalMessage(prefix.as_ptr(), payload.as_ptr().cast(), payload.len(), true)
+        });
+    }
+}

@@ -1,0 +1,62 @@
+//! The ProcessUtility hook: remembers each utility statement while it runs (for the event
+//! triggers that capture it) and takes the `ddl` option of CREATE/ALTER PUBLICATION.
+
+use crate::publication;
+use crate::statement::{self, Statement};
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
+
+static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
+
+/// Installs the hook, chaining to the one loaded before us.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub unsafe fn install() {
+    PREVIOUS = pg_sys::ProcessUtility_hook;
+    pg_sys::ProcessUtility_hook = Some(process_utility);
+}
+
+#[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
+#[pg_guard]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const std::ffi::c_char,
+    read_only_tree: bool,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    query_env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    let request = publication::take_ddl_option(pstmt, read_only_tree);
+    let pstmt = request.as_ref().map_or(pstmt, |r| r.pstmt);
+    let _running = statement::enter(Statement {
+        query: query_string,
+        location: (*pstmt).stmt_location,
+        len: (*pstmt).stmt_len,
+        top_level: context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL,
+        dropped: Vec::new(),
+    });
+    if request.as_ref().is_none_or(|r| r.run_statement) {
+        let previous = PREVIOUS;
+        pg_guard_ffi_boundary(|| match previous {
+            Some(hook) => hook(pstmt, query_string, read_only_tree && request.is_none(), context, params, query_env, dest, qc),
+            None => pg_sys::standard_ProcessUtility(
+                pstmt,
+                query_string,
+                read_only_tree && request.is_none(),
+                context,
+                params,
+                query_env,
+                dest,
+                qc,
+            ),
+        });
+    }
+    match request {
+        Some(request) => publication::store(&request),
+        None => publication::check_after(pstmt),
+    }
+}

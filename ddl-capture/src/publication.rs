@@ -1,0 +1,190 @@
+//! The `ddl` option of CREATE/ALTER PUBLICATION.
+//!
+//! PostgreSQL rejects unknown publication options, so the hook takes `ddl` out of the statement
+//! before the server parses the rest, stores it through the `ddl_sync` extension after the
+//! statement succeeded, and makes sure the publication can carry the events: it must publish
+//! inserts and contain `ddl_sync.events` whole (no row filter, no column list), or pgoutput would
+//! silently drop every DDL event.
+
+use ddl_filter::DdlKinds;
+use pgrx::list::PgList;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use std::ffi::CStr;
+
+/// A `ddl = '...'` taken from a publication statement.
+pub struct Request {
+    /// The statement to run: a copy without the option when the original tree was read-only.
+    pub pstmt: *mut pg_sys::PlannedStmt,
+    /// Whether anything is left to run: `ALTER PUBLICATION p SET (ddl = '...')` alone must
+    /// not reach AlterPublication, which reads an empty option list as "SET no tables".
+    pub run_statement: bool,
+    publication: String,
+    kinds: DdlKinds,
+}
+
+/// The options list of a publication statement, if `node` is one.
+unsafe fn options_of(node: *mut pg_sys::Node) -> Option<(*mut *mut pg_sys::List, *mut std::ffi::c_char)> {
+    match (*node).type_ {
+        pg_sys::NodeTag::T_CreatePublicationStmt => {
+            let stmt = node as *mut pg_sys::CreatePublicationStmt;
+            Some((&mut (*stmt).options, (*stmt).pubname))
+        }
+        pg_sys::NodeTag::T_AlterPublicationStmt => {
+            let stmt = node as *mut pg_sys::AlterPublicationStmt;
+            Some((&mut (*stmt).options, (*stmt).pubname))
+        }
+        _ => None,
+    }
+}
+
+unsafe fn find_ddl(options: *mut pg_sys::List) -> Option<*mut pg_sys::DefElem> {
+    PgList::<pg_sys::DefElem>::from_pg(options)
+        .iter_ptr()
+        .find(|def| CStr::from_ptr((**def).defname).to_bytes() == b"ddl")
+}
+
+/// Takes the `ddl` option out of a CREATE/ALTER PUBLICATION, after validating it.
+///
+/// # Safety
+/// `pstmt` is the statement ProcessUtility was given.
+pub unsafe fn take_ddl_option(pstmt: *mut pg_sys::PlannedStmt, read_only_tree: bool) -> Option<Request> {
+    let (options, _) = options_of((*pstmt).utilityStmt)?;
+    let def = find_ddl(*options)?;
+    let text = CStr::from_ptr(pg_sys::defGetString(def)).to_string_lossy().into_owned();
+    let kinds = match DdlKinds::parse(&text) {
+        Ok(kinds) => kinds,
+        Err(e) => {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("invalid value for publication parameter \"ddl\": {e}")
+            );
+        }
+    };
+    if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "publication parameter \"ddl\" requires the ddl_sync extension",
+            "Run CREATE EXTENSION ddl_sync in this database first."
+        );
+    }
+    // The tree may be cached (a prepared statement, a plpgsql plan): change a copy.
+    let pstmt = if read_only_tree {
+        pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>()
+    } else {
+        pstmt
+    };
+    let (options, pubname) = options_of((*pstmt).utilityStmt)?;
+    let def = find_ddl(*options)?;
+    *options = pg_sys::list_delete_ptr(*options, def.cast());
+    let is_alter = (*(*pstmt).utilityStmt).type_ == pg_sys::NodeTag::T_AlterPublicationStmt;
+    let publication = CStr::from_ptr(pubname).to_string_lossy().into_owned();
+    if is_alter && (*options).is_null() {
+        // Nothing left for AlterPublication: check what it would have checked.
+        let oid = pg_sys::get_publication_oid(pubname, false);
+        if !pg_sys::pg_publication_ownercheck(oid, pg_sys::GetUserId()) {
+            pg_sys::aclcheck_error(
+                pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+                pg_sys::ObjectType::OBJECT_PUBLICATION,
+                pubname,
+            );
+        }
+    }
+    Some(Request { pstmt, run_statement: !(is_alter && (*options).is_null()), publication, kinds })
+}
+
+/// Stores the option through the extension and adds `ddl_sync.events` to the publication.
+///
+/// # Safety
+/// Runs in the hook, after the statement succeeded.
+pub unsafe fn store(request: &Request) {
+    let kinds = request.kinds.to_string();
+    Spi::run_with_args(
+        "SELECT ddl_sync.set_publication_ddl($1, $2)",
+        &[request.publication.as_str().into(), kinds.as_str().into()],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot store publication parameter \"ddl\": {e}"));
+    if request.kinds.is_empty() {
+        return;
+    }
+    let has_events = events_in_publication(&request.publication);
+    if has_events == Some(false) {
+        let quoted = CStr::from_ptr(pg_sys::quote_identifier(
+            std::ffi::CString::new(request.publication.as_str()).unwrap_or_default().as_ptr(),
+        ))
+        .to_string_lossy()
+        .into_owned();
+        Spi::run(&format!("ALTER PUBLICATION {quoted} ADD TABLE ddl_sync.events"))
+            .unwrap_or_else(|e| error!("ddl_sync: cannot add ddl_sync.events to publication {quoted}: {e}"));
+    }
+    check_publication(&request.publication);
+}
+
+/// After any other ALTER PUBLICATION: a publication that replicates DDL must keep carrying it.
+///
+/// # Safety
+/// Runs in the hook, after the statement succeeded.
+pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
+    let node = (*pstmt).utilityStmt;
+    if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_AlterPublicationStmt {
+        return;
+    }
+    if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
+        return;
+    }
+    let name = CStr::from_ptr((*(node as *mut pg_sys::AlterPublicationStmt)).pubname)
+        .to_string_lossy()
+        .into_owned();
+    check_publication(&name);
+}
+
+/// Whether the publication contains `ddl_sync.events` (FOR ALL TABLES does); `None` when the
+/// publication does not exist. (Each query is wrapped in a scalar subquery so that it always
+/// returns one row.)
+fn events_in_publication(publication: &str) -> Option<bool> {
+    Spi::get_one_with_args::<bool>(
+        "SELECT (SELECT p.puballtables OR EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
+                 WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass)
+                 OR EXISTS (SELECT FROM pg_catalog.pg_publication_namespace n
+                 WHERE n.pnpubid = p.oid AND n.pnnspid = 'ddl_sync'::pg_catalog.regnamespace)
+           FROM pg_catalog.pg_publication p WHERE p.pubname = $1)",
+        &[publication.into()],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot read publication {publication}: {e}"))
+}
+
+/// Refuses a configuration in which pgoutput would drop the events of a publication that
+/// replicates DDL.
+fn check_publication(publication: &str) {
+    let problem = Spi::get_one_with_args::<String>(
+        "SELECT (SELECT CASE
+             WHEN NOT p.pubinsert THEN 'it does not publish inserts (publish = ''insert'' is needed)'
+             WHEN NOT (p.puballtables
+                       OR EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
+                                  WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass)
+                       OR EXISTS (SELECT FROM pg_catalog.pg_publication_namespace n
+                                  WHERE n.pnpubid = p.oid AND n.pnnspid = 'ddl_sync'::pg_catalog.regnamespace))
+                 THEN 'it does not contain ddl_sync.events'
+             WHEN EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
+                          WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass
+                            AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL))
+                 THEN 'it has a row filter or column list on ddl_sync.events'
+           END
+           FROM pg_catalog.pg_publication p
+           JOIN ddl_sync.publication_sync s ON s.pfsyncpubid = p.oid AND s.pfsynckind = 'p'
+          WHERE p.pubname = $1 AND s.pfsyncenabled AND s.pfsyncddl <> 0)",
+        &[publication.into()],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot check publication {publication}: {e}"));
+    if let Some(problem) = problem {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
+            format!("publication \"{publication}\" replicates DDL, but {problem}"),
+            "DDL events travel as inserts on ddl_sync.events; set ddl = 'none' to stop replicating DDL."
+        );
+    }
+}

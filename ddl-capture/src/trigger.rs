@@ -1,0 +1,292 @@
+//! The capture proper: event triggers that record each DDL statement once it has run.
+//!
+//! The `ddl_sync` extension installs them (ENABLE ALWAYS, so that DDL replayed by an apply
+//! worker, which runs with session_replication_role = replica, is captured for cascades):
+//!
+//! ```sql
+//! CREATE FUNCTION ddl_sync.capture_sql_drop() RETURNS event_trigger
+//!     LANGUAGE c AS '$libdir/ddl_pgoutput', 'ddl_sync_capture_sql_drop';
+//! CREATE FUNCTION ddl_sync.capture_ddl_command_end() RETURNS event_trigger
+//!     LANGUAGE c AS '$libdir/ddl_pgoutput', 'ddl_sync_capture_ddl_command_end';
+//! ```
+//!
+//! Why event triggers and not only the hook: PostgreSQL's own command collection
+//! (`pg_event_trigger_ddl_commands()`, `pg_event_trigger_dropped_objects()`) knows the object a
+//! statement really changed after name resolution: its class and OID, schema, identity, whether
+//! it is temporary, and whether an extension script made it. The hook supplies what the
+//! triggers lack: the statement's own text and whether the client sent it.
+
+use crate::statement::{self, Dropped, Statement};
+use crate::{emit, rules};
+use ddl_filter::{classify_object, Classification};
+use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use std::ffi::CStr;
+
+/// `PG_FUNCTION_INFO_V1` for a function PostgreSQL calls by symbol name.
+macro_rules! function_info_v1 {
+    ($finfo:ident) => {
+        #[doc(hidden)]
+        #[no_mangle]
+        pub extern "C" fn $finfo() -> &'static pg_sys::Pg_finfo_record {
+            const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
+            &V1
+        }
+    };
+}
+
+function_info_v1!(pg_finfo_ddl_sync_capture_sql_drop);
+function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
+
+/// `sql_drop`: remember what the innermost statement dropped; `ddl_command_end` follows.
+///
+/// # Safety
+/// Called by PostgreSQL as an event trigger function.
+#[no_mangle]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+    event_trigger_data(fcinfo);
+    if pg_sys::creating_extension {
+        return pg_sys::Datum::from(0usize);
+    }
+    let dropped = dropped_objects();
+    statement::with_innermost(|s| s.dropped.extend(dropped));
+    pg_sys::Datum::from(0usize)
+}
+
+/// `ddl_command_end`: capture the innermost statement.
+///
+/// # Safety
+/// Called by PostgreSQL as an event trigger function.
+#[no_mangle]
+#[pg_guard]
+pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
+    let data = event_trigger_data(fcinfo);
+    // Statements of an extension script are the CREATE/ALTER EXTENSION's business.
+    if !pg_sys::creating_extension {
+        let tag = CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag)).to_string_lossy().into_owned();
+        capture(&tag);
+    }
+    pg_sys::Datum::from(0usize)
+}
+
+unsafe fn event_trigger_data(fcinfo: pg_sys::FunctionCallInfo) -> *mut pg_sys::EventTriggerData {
+    let context = (*fcinfo).context;
+    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_EventTriggerData {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
+            "ddl_sync capture functions can only be called as event triggers"
+        );
+    }
+    context.cast()
+}
+
+/// The object a statement changed, from PostgreSQL's command collection.
+struct Target {
+    class_id: u32,
+    object_id: u32,
+    schema: String,
+    identity: String,
+    object_type: String,
+    temporary: bool,
+}
+
+unsafe fn capture(tag: &str) {
+    let Some(target) = target(tag) else { return };
+    if target.temporary || is_system_schema(&target.schema) {
+        return;
+    }
+    let kind = match classify_object(tag, &target.object_type) {
+        Classification::Replicated(kind) => kind,
+        Classification::NotReplicated(_) => return,
+    };
+    let Some((sql, top_level)) = statement::with_innermost(|s| (statement_text(s), s.top_level)) else {
+        warning!(
+            "ddl_sync: {tag} not captured: ddl_pgoutput is not in shared_preload_libraries, so the \
+             statement text is unknown"
+        );
+        return;
+    };
+    let session = Session::current();
+    let forwarded = pg_sys::replorigin_session_origin != 0;
+    let mut flags = RecordFlags::TRANSACTIONAL;
+    if top_level {
+        flags = flags | RecordFlags::TOP_LEVEL;
+    }
+    if forwarded {
+        flags = flags | RecordFlags::FORWARDED;
+    }
+    let sysid = pg_sys::GetSystemIdentifier();
+    let namespace_id = if target.class_id == u32::from(pg_sys::NamespaceRelationId) {
+        target.object_id
+    } else {
+        namespace_oid(&target.schema)
+    };
+    let record = DdlRecord {
+        flags,
+        xid: u32::from(pg_sys::GetCurrentTransactionId()),
+        kind: kind.kinds().bits() as u32,
+        class_id: target.class_id,
+        object_id: target.object_id,
+        namespace_id,
+        origin: RecordOrigin { capturing_sysid: sysid, original_sysid: sysid, original_lsn: 0 },
+        dialect: &session.dialect,
+        command_tag: tag,
+        schema: &target.schema,
+        object_identity: &target.identity,
+        sql: &sql,
+        search_path: &session.search_path,
+        role: &session.role,
+        session_user: &session.session_user,
+        database: &session.database,
+    };
+    if rules::wanted(None, &record) {
+        emit::emit_record(&record);
+    }
+}
+
+/// The object of the statement: the `ddl_command_end` row with the statement's own tag (a
+/// CREATE TABLE also reports the sequences and indexes it made), else what it dropped.
+unsafe fn target(tag: &str) -> Option<Target> {
+    let created = Spi::connect(|client| {
+        let rows = client.select(
+            "SELECT classid, objid, coalesce(schema_name, ''), coalesce(object_identity, ''),
+                    object_type, command_tag = $1
+               FROM pg_catalog.pg_event_trigger_ddl_commands()
+              WHERE NOT in_extension
+              ORDER BY command_tag = $1 DESC
+              LIMIT 1",
+            None,
+            &[tag.into()],
+        )?;
+        let mut found = None;
+        for row in rows {
+            let schema: String = row.get(3)?.unwrap_or_default();
+            found = Some(Target {
+                class_id: row.get::<pg_sys::Oid>(1)?.map_or(0, u32::from),
+                object_id: row.get::<pg_sys::Oid>(2)?.map_or(0, u32::from),
+                temporary: schema.starts_with("pg_temp"),
+                schema,
+                identity: row.get(4)?.unwrap_or_default(),
+                object_type: row.get(5)?.unwrap_or_default(),
+            });
+        }
+        Ok::<_, pgrx::spi::Error>(found)
+    })
+    .unwrap_or_else(|e| error!("ddl_sync: cannot read the commands of {tag}: {e}"));
+    created.or_else(|| {
+        statement::with_innermost(|s| {
+            // A statement that drops several objects is captured once; it is temporary only
+            // when everything it dropped was.
+            let first = s.dropped.first()?;
+            Some(Target {
+                class_id: first.class_id,
+                object_id: first.object_id,
+                schema: first.schema.clone(),
+                identity: first.identity.clone(),
+                object_type: first.object_type.clone(),
+                temporary: s.dropped.iter().all(|d| d.temporary),
+            })
+        })
+        .flatten()
+    })
+}
+
+unsafe fn dropped_objects() -> Vec<Dropped> {
+    Spi::connect(|client| {
+        let rows = client.select(
+            "SELECT classid, objid, coalesce(schema_name, ''), coalesce(object_identity, ''),
+                    object_type, is_temporary
+               FROM pg_catalog.pg_event_trigger_dropped_objects()
+              WHERE original",
+            None,
+            &[],
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(Dropped {
+                class_id: row.get::<pg_sys::Oid>(1)?.map_or(0, u32::from),
+                object_id: row.get::<pg_sys::Oid>(2)?.map_or(0, u32::from),
+                schema: row.get(3)?.unwrap_or_default(),
+                identity: row.get(4)?.unwrap_or_default(),
+                object_type: row.get(5)?.unwrap_or_default(),
+                temporary: row.get(6)?.unwrap_or(false),
+            });
+        }
+        Ok::<_, pgrx::spi::Error>(out)
+    })
+    .unwrap_or_else(|e| error!("ddl_sync: cannot read the dropped objects: {e}"))
+}
+
+/// Schemas whose objects are never replicated: they are the server's own or session-local.
+fn is_system_schema(schema: &str) -> bool {
+    matches!(schema, "pg_catalog" | "information_schema" | "pg_toast")
+        || schema.starts_with("pg_temp")
+        || schema.starts_with("pg_toast_temp")
+}
+
+unsafe fn namespace_oid(schema: &str) -> u32 {
+    match std::ffi::CString::new(schema) {
+        Ok(name) if !schema.is_empty() => u32::from(pg_sys::get_namespace_oid(name.as_ptr(), true)),
+        _ => 0,
+    }
+}
+
+/// The statement's text in UTF-8 (records are UTF-8 whatever the server encoding).
+unsafe fn statement_text(s: &Statement) -> String {
+    let query = CStr::from_ptr(s.query);
+    let whole = to_utf8(query);
+    // stmt_location/len count bytes of the server-encoded string: cut before converting.
+    let bytes = query.to_bytes();
+    let start = usize::try_from(s.location).unwrap_or(0).min(bytes.len());
+    let end = match usize::try_from(s.len) {
+        Ok(0) | Err(_) => bytes.len(),
+        Ok(n) => start.saturating_add(n).min(bytes.len()),
+    };
+    if start == 0 && end == bytes.len() {
+        return statement::cut(&whole, -1, 0).to_string();
+    }
+    let part = std::ffi::CString::new(&bytes[start..end]).unwrap_or_default();
+    statement::cut(&to_utf8(&part), -1, 0).to_string()
+}
+
+unsafe fn to_utf8(s: &CStr) -> String {
+    let len = s.to_bytes().len() as i32;
+    let converted = pg_sys::pg_server_to_any(s.as_ptr(), len, pg_sys::pg_enc::PG_UTF8 as i32);
+    CStr::from_ptr(converted).to_string_lossy().into_owned()
+}
+
+/// Who ran the statement, and how the session was set up.
+struct Session {
+    dialect: String,
+    search_path: String,
+    role: String,
+    session_user: String,
+    database: String,
+}
+
+impl Session {
+    unsafe fn current() -> Session {
+        let text = |p: *const std::ffi::c_char| {
+            if p.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
+        let dialect = text(pg_sys::GetConfigOption(c"babelfishpg_tsql.sql_dialect".as_ptr(), true, false));
+        Session {
+            dialect: if dialect.eq_ignore_ascii_case("tsql") { "tsql".into() } else { "postgres".into() },
+            search_path: text(pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false)),
+            role: text(pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true)),
+            session_user: text(pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), true)),
+            database: text(pg_sys::get_database_name(pg_sys::MyDatabaseId)),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! `DdlRecord::parse` on arbitrary bytes: whatever it accepts must encode back to the same
+//! bytes, every string must borrow from the input, and errors must point inside it.
+#![no_main]
+
+use ddl_wire::DdlRecord;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    match DdlRecord::parse(data) {
+        Ok(record) => {
+            let mut again = Vec::with_capacity(data.len());
+            record.encode(&mut again);
+            assert_eq!(again, data);
+            let range = data.as_ptr_range();
+            for s in [
+                record.dialect,
+                record.command_tag,
+                record.schema,
+                record.object_identity,
+                record.sql,
+                record.search_path,
+                record.role,
+                record.session_user,
+                record.database,
+            ] {
+                assert!(s.is_empty() || range.contains(&s.as_ptr()));
+            }
+        }
+        Err(e) => {
+            assert!(e.offset() <= data.len());
+            let _ = e.to_string();
+        }
+    }
+});
