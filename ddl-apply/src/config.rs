@@ -179,14 +179,14 @@ fn store(
     let key = [
         pubid.into(),
         target.level.kind().into(),
-        target.nspid.into(),
-        target.relid.into(),
-        target.objid.into(),
+        oid_or_zero(target.nspid),
+        oid_or_zero(target.relid),
+        oid_or_zero(target.objid),
     ];
     let existing = Spi::get_one_with_args::<pg_sys::Oid>(
         "SELECT (SELECT oid FROM ddl_sync.publication_sync
-                 WHERE pfsyncpubid = $1 AND pfsynckind = $2 AND pfsyncnspid = $3
-                   AND pfsyncrelid = $4 AND pfsyncobjid = $5 AND pfsyncsubid = 0)",
+                 WHERE pfsyncpubid = $1 AND pfsynckind = $2 AND pfsyncnspid = $3::oid
+                   AND pfsyncrelid = $4::oid AND pfsyncobjid = $5::oid AND pfsyncsubid = 0)",
         &key,
     )
     .expect("SELECT ran");
@@ -202,7 +202,7 @@ fn store(
                 "INSERT INTO ddl_sync.publication_sync
                      (pfsyncpubid, pfsynckind, pfsyncnspid, pfsyncrelid, pfsyncobjid,
                       pfsyncddl, pfsyncextra)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING oid",
+                 VALUES ($1, $2, $3::oid, $4::oid, $5::oid, $6, $7) RETURNING oid",
                 &[pubid, kind, nspid, relid, objid, mask.into(), rules.into()],
             )
         }
@@ -210,6 +210,12 @@ fn store(
     stored
         .expect("the row was written")
         .expect("RETURNING oid is never NULL")
+}
+
+/// An OID as an SPI argument that keeps 0 (InvalidOid) as 0: pgrx passes an invalid
+/// `pg_sys::Oid` as NULL, but the unused key columns hold 0. Cast back with `$n::oid`.
+fn oid_or_zero(oid: pg_sys::Oid) -> pgrx::datum::DatumWithOid<'static> {
+    i64::from(oid.to_u32()).into()
 }
 
 /// The publication of a row, or an error when there is no such row.
@@ -507,19 +513,19 @@ mod tests {
                 ]),
                 line([
                     Some("object"),
-                    Some("function"),
-                    Some("ddl_sync_c_app.total(integer)"),
-                    Some("true"),
-                    Some("function"),
-                    Some("exclude sql ~* 'security definer'"),
-                ]),
-                line([
-                    Some("object"),
                     Some("type"),
                     Some("ddl_sync_c_app.money_amount"),
                     Some("true"),
                     Some("domain"),
                     None,
+                ]),
+                line([
+                    Some("object"),
+                    Some("function"),
+                    Some("ddl_sync_c_app.total(integer)"),
+                    Some("true"),
+                    Some("function"),
+                    Some("exclude sql ~* 'security definer'"),
                 ]),
             ]
         );
@@ -592,7 +598,7 @@ mod tests {
              CREATE ROLE ddl_sync_c_member IN ROLE ddl_sync_c_owner;
              CREATE ROLE ddl_sync_c_other;
              CREATE SCHEMA ddl_sync_c_own;
-             CREATE TABLE ddl_sync_c_own.t (id int);
+             CREATE TABLE public.ddl_sync_c_own_t (id int);
              CREATE PUBLICATION ddl_sync_c_owned;
              ALTER PUBLICATION ddl_sync_c_owned OWNER TO ddl_sync_c_owner;",
         )
@@ -606,8 +612,13 @@ mod tests {
 
         Spi::run("SET ROLE ddl_sync_c_member").expect("member");
         assert_eq!(
-            error_of("SELECT ddl_sync.add_relation_rule('ddl_sync_c_owned', 'ddl_sync_c_own.t')"),
+            error_of("SELECT ddl_sync.add_relation_rule('ddl_sync_c_owned', 'ddl_sync_c_own_t')"),
             None
+        );
+        // The write ran as the catalog's owner; the caller is the caller again.
+        assert_eq!(
+            one::<String>("SELECT current_user::text").as_deref(),
+            Some("ddl_sync_c_member")
         );
         Spi::run("RESET ROLE").expect("reset");
 
@@ -616,7 +627,7 @@ mod tests {
         for call in [
             "SELECT ddl_sync.set_publication_ddl('ddl_sync_c_owned', 'all')".to_owned(),
             "SELECT ddl_sync.add_schema_rule('ddl_sync_c_owned', 'ddl_sync_c_own')".to_owned(),
-            "SELECT ddl_sync.add_relation_rule('ddl_sync_c_owned', 'ddl_sync_c_own.t')".to_owned(),
+            "SELECT ddl_sync.add_relation_rule('ddl_sync_c_owned', 'ddl_sync_c_own_t')".to_owned(),
             "SELECT ddl_sync.add_object_rule('ddl_sync_c_owned', 'pg_namespace', 0)".to_owned(),
             format!("SELECT ddl_sync.set_rule_enabled({rule}, false)"),
             format!("SELECT ddl_sync.remove_rule({rule})"),
@@ -768,7 +779,7 @@ mod tests {
             ),
             (
                 "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_proc', 4294967295)",
-                "42704: function with OID 4294967295 does not exist",
+                "42704: routine with OID 4294967295 does not exist",
             ),
             (
                 "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_proc', 'pg_catalog.now()'::regprocedure)",
@@ -787,7 +798,7 @@ mod tests {
             (
                 "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_database',
                      (SELECT oid FROM pg_database WHERE datname = current_database()))",
-                "22023: DDL on database is never replicated (global object)",
+                "22023: DDL on database pgrx_tests is never replicated (global object)",
             ),
             (
                 "SELECT ddl_sync.set_rule_enabled(4294967295, true)",

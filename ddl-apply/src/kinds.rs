@@ -178,7 +178,10 @@ mod tests {
         );
         assert_eq!(
             crate::tests::error_of("SELECT ddl_sync.format_ddl_kinds(-1)"),
-            Some("22023: ddl kind mask -0x1 has bits outside the known kinds (0x7ff)".to_owned())
+            Some(
+                "22023: ddl kind mask 0xffffffff has bits outside the known kinds (0x7ff)"
+                    .to_owned()
+            )
         );
     }
 

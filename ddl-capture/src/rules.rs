@@ -66,9 +66,9 @@ pub unsafe fn publication_oids(names: &[String]) -> Vec<pg_sys::Oid> {
 /// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
 /// historic snapshot set up).
 pub unsafe fn wanted(pubids: Option<&[pg_sys::Oid]>, record: &DdlRecord<'_>) -> bool {
-    let Some(kind) = DdlKinds::from_bits(record.kind as i32).and_then(|k| k.kinds().next()) else {
+    let Some(kind) = DdlKinds::parse(record.kind).ok().and_then(|k| k.token().and(k.kinds().next())) else {
         warning!(
-            "ddl_sync: DDL record at xid {} has kind bits {:#x}, which name no DDL kind; not sent",
+            "ddl_sync: DDL record of xid {} has kind \"{}\", which is not one DDL kind; not sent",
             record.xid,
             record.kind
         );

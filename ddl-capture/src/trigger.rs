@@ -130,7 +130,7 @@ unsafe fn capture(tag: &str) {
     let record = DdlRecord {
         flags,
         xid: u32::from(pg_sys::GetCurrentTransactionId()),
-        kind: kind.kinds().bits() as u32,
+        kind: kind.token(),
         class_id: target.class_id,
         object_id: target.object_id,
         namespace_id,

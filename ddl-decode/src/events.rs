@@ -8,7 +8,6 @@
 //! and a DDL-only transaction arrives as BEGIN/RELATION/INSERT/COMMIT like any other.
 
 use crate::pgoutput;
-use ddl_filter::DdlKinds;
 use ddl_wire::{DdlRecord, RecordFlags};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -83,9 +82,6 @@ unsafe fn form_tuple(rel: pg_sys::Relation, lsn: pg_sys::XLogRecPtr, record: &Dd
     let natts = (*desc).natts as usize;
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
-    let kind = DdlKinds::from_bits(record.kind as i32)
-        .and_then(|k| k.token())
-        .unwrap_or("");
     let origin_lsn = if record.origin.original_lsn == 0 { lsn } else { record.origin.original_lsn };
     for (i, attr) in (*desc).attrs.as_slice(natts).iter().enumerate() {
         if attr.attisdropped {
@@ -99,7 +95,7 @@ unsafe fn form_tuple(rel: pg_sys::Relation, lsn: pg_sys::XLogRecPtr, record: &Dd
             b"xid" => pg_sys::Datum::from(i64::from(record.xid)),
             b"top_level" => pg_sys::Datum::from(record.flags.contains(RecordFlags::TOP_LEVEL)),
             b"forwarded" => pg_sys::Datum::from(record.flags.contains(RecordFlags::FORWARDED)),
-            b"kind" => text(kind),
+            b"kind" => text(record.kind),
             b"dialect" => text(record.dialect),
             b"command_tag" => text(record.command_tag),
             b"schema_name" => text(record.schema),
