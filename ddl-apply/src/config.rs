@@ -4,9 +4,11 @@
 //! One row per (publication, level, target): the publication itself (`'p'`, its DDL kinds), a
 //! schema (`'n'`), a relation (`'r'`) or any other object (`'o'`, identified like `pg_depend`
 //! does, by its catalog in `pfsyncrelid` and its OID in `pfsyncobjid`). Each `add_*` call and
-//! `set_publication_ddl` upserts its row: `ddl` and `rules` replace what the row had, `enabled`
-//! is left as it was (new rows are enabled). Every function checks that the caller may change
-//! the publication before writing (see [`crate::privilege`]).
+//! `set_publication_ddl` upserts its row and changes what it is given: `ddl` always, `rules`
+//! unless NULL (`''` removes them), never `enabled` (new rows are enabled). So
+//! `ALTER PUBLICATION p SET (ddl = '...')`, which the capture hook turns into
+//! `set_publication_ddl(p, ddl)`, keeps the publication's rules. Every function checks that the
+//! caller may change the publication before writing (see [`crate::privilege`]).
 
 use ddl_filter::{classify_object, Classification};
 use pgrx::prelude::*;
@@ -70,7 +72,7 @@ fn set_publication_ddl(
     store(pubid, Target::new(Level::Publication), ddl, rules)
 }
 
-/// Adds or replaces the DDL configuration of a publication for the objects of one schema.
+/// Adds or updates the DDL configuration of a publication for the objects of one schema.
 #[pg_extern]
 #[search_path(pg_catalog, pg_temp)]
 fn add_schema_rule(
@@ -84,7 +86,7 @@ fn add_schema_rule(
     store(pubid, target, ddl, rules)
 }
 
-/// Adds or replaces the DDL configuration of a publication for one relation (table, partitioned
+/// Adds or updates the DDL configuration of a publication for one relation (table, partitioned
 /// table, view, materialized view, sequence, index).
 #[pg_extern]
 #[search_path(pg_catalog, pg_temp)]
@@ -104,7 +106,7 @@ fn add_relation_rule(
     store(pubid, target, ddl, rules)
 }
 
-/// Adds or replaces the DDL configuration of a publication for one object that is neither a
+/// Adds or updates the DDL configuration of a publication for one object that is neither a
 /// schema nor a relation (a function, type, domain, extension, trigger, policy...), named by the
 /// system catalog that holds it and its OID, as in `pg_depend` or `pg_get_object_address()`.
 #[pg_extern]
@@ -164,8 +166,9 @@ fn remove_rule(rule: Option<pg_sys::Oid>) {
     }
 }
 
-/// Validates `ddl` and `rules` and upserts the row of `target`; returns its OID. The caller has
-/// checked ownership and holds the publication's lock, so nothing else writes this key meanwhile.
+/// Validates `ddl` and `rules` and upserts the row of `target`; returns its OID. `rules` NULL
+/// keeps the row's rules (none for a new row). The caller has checked ownership and holds the
+/// publication's lock, so nothing else writes this key meanwhile.
 fn store(
     pubid: pg_sys::Oid,
     target: Target,
@@ -173,7 +176,8 @@ fn store(
     rules: Option<&str>,
 ) -> pg_sys::Oid {
     let mask = ddl_mask(required("ddl", ddl));
-    let rules = rules.and_then(rules_text);
+    // Outer None: keep; Some(None): no rules.
+    let rules = rules.map(rules_text);
 
     let _owner = AsCatalogOwner::enter();
     let key = [
@@ -192,9 +196,15 @@ fn store(
     .expect("SELECT ran");
     let stored = match existing {
         Some(row) => Spi::get_one_with_args::<pg_sys::Oid>(
-            "UPDATE ddl_sync.publication_sync SET pfsyncddl = $2, pfsyncextra = $3
+            "UPDATE ddl_sync.publication_sync
+             SET pfsyncddl = $2, pfsyncextra = CASE WHEN $4 THEN $3 ELSE pfsyncextra END
              WHERE oid = $1 RETURNING oid",
-            &[row.into(), mask.into(), rules.into()],
+            &[
+                row.into(),
+                mask.into(),
+                rules.clone().flatten().into(),
+                rules.is_some().into(),
+            ],
         ),
         None => {
             let [pubid, kind, nspid, relid, objid] = key;
@@ -203,7 +213,15 @@ fn store(
                      (pfsyncpubid, pfsynckind, pfsyncnspid, pfsyncrelid, pfsyncobjid,
                       pfsyncddl, pfsyncextra)
                  VALUES ($1, $2, $3::oid, $4::oid, $5::oid, $6, $7) RETURNING oid",
-                &[pubid, kind, nspid, relid, objid, mask.into(), rules.into()],
+                &[
+                    pubid,
+                    kind,
+                    nspid,
+                    relid,
+                    objid,
+                    mask.into(),
+                    rules.flatten().into(),
+                ],
             )
         }
     };
@@ -257,7 +275,7 @@ fn schema_target(name: &str) -> Target {
         }
         nspid
     };
-    if let Some(why) = never_replicated_schema(nspid) {
+    if let Some(why) = never_replicated_schema(name) {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
@@ -270,10 +288,41 @@ fn schema_target(name: &str) -> Target {
     }
 }
 
-/// An object of a system catalog other than pg_class and pg_namespace, locked against a
-/// concurrent DROP.
+/// The system catalogs whose objects may have a row of their own (kind `'o'`): those holding
+/// objects of a replicated DDL kind, other than schemas and relations. By kind: function;
+/// type and the type system; what hangs off a table (constraints, defaults, policies,
+/// statistics); triggers; rules; extensions, languages and access methods.
+const OBJECT_CATALOGS: [&str; 24] = [
+    "pg_proc",
+    "pg_type",
+    "pg_cast",
+    "pg_collation",
+    "pg_conversion",
+    "pg_operator",
+    "pg_opclass",
+    "pg_opfamily",
+    "pg_amop",
+    "pg_amproc",
+    "pg_ts_config",
+    "pg_ts_dict",
+    "pg_ts_parser",
+    "pg_ts_template",
+    "pg_transform",
+    "pg_constraint",
+    "pg_attrdef",
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_extension",
+    "pg_language",
+    "pg_am",
+];
+
+/// An object of one of the [`OBJECT_CATALOGS`], locked against a concurrent DROP.
 fn object_target(class: &PgRelation, objid: pg_sys::Oid) -> Target {
     let classid = class.oid();
+    let name = format!("{}.{}", class.namespace(), class.name());
     if classid == pg_sys::RelationRelationId {
         ereport!(
             ERROR,
@@ -289,14 +338,14 @@ fn object_target(class: &PgRelation, objid: pg_sys::Oid) -> Target {
         );
     }
     // SAFETY: an OID test.
-    if !(unsafe { pg_sys::IsCatalogRelationOid(classid) } && class.is_table()) {
+    let catalog = unsafe { pg_sys::IsCatalogRelationOid(classid) } && class.is_table();
+    if !catalog || !OBJECT_CATALOGS.contains(&class.name()) {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_WRONG_OBJECT_TYPE,
             format!(
-                "\"{}.{}\" is not a system catalog",
-                class.namespace(),
-                class.name()
+                "{name} is not a catalog of objects with replicated DDL (valid: {})",
+                OBJECT_CATALOGS.join(", ")
             )
         );
     }
@@ -318,11 +367,10 @@ fn object_target(class: &PgRelation, objid: pg_sys::Oid) -> Target {
 }
 
 /// Refuses an object that does not exist or whose DDL is never captured: objects in system or
-/// temporary schemas, and the kinds ddl-filter never replicates (foreign data, event triggers,
-/// publications, global objects...).
+/// temporary schemas, and the kinds ddl-filter never replicates (e.g. foreign tables).
 fn check_replicated(classid: pg_sys::Oid, objid: pg_sys::Oid) {
-    let (object_type, identity) = Spi::get_two_with_args::<String, String>(
-        "SELECT type, identity FROM pg_catalog.pg_identify_object($1, $2, 0)",
+    let (object_type, schema, identity) = Spi::get_three_with_args::<String, String, String>(
+        "SELECT type, schema, identity FROM pg_catalog.pg_identify_object($1, $2, 0)",
         &[classid.into(), objid.into()],
     )
     .expect("pg_identify_object ran");
@@ -334,14 +382,7 @@ fn check_replicated(classid: pg_sys::Oid, objid: pg_sys::Oid) {
             format!("{object_type} with OID {objid} does not exist")
         );
     };
-    let address = pg_sys::ObjectAddress {
-        classId: classid,
-        objectId: objid,
-        objectSubId: 0,
-    };
-    // SAFETY: the object exists (identified above) and is locked by the caller.
-    let nspid = unsafe { pg_sys::get_object_namespace(&address) };
-    let why = match never_replicated_schema(nspid) {
+    let why = match schema.as_deref().and_then(never_replicated_schema) {
         Some(why) => format!("{why} object"),
         // The tag only asks ddl-filter to let the object type decide.
         None => match classify_object("COMMENT", &object_type) {
@@ -356,27 +397,20 @@ fn check_replicated(classid: pg_sys::Oid, objid: pg_sys::Oid) {
     );
 }
 
-/// `Some("system")` or `Some("temporary")` for schemas whose objects the capture never sends.
-fn never_replicated_schema(nspid: pg_sys::Oid) -> Option<&'static str> {
-    if nspid == pg_sys::InvalidOid {
-        return None;
-    }
-    // SAFETY: OID tests and a name lookup of a locked or existing schema.
-    unsafe {
-        if pg_sys::isAnyTempNamespace(nspid) {
-            return Some("temporary");
-        }
-        let name = pg_sys::get_namespace_name(nspid);
-        let information_schema =
-            !name.is_null() && std::ffi::CStr::from_ptr(name).to_bytes() == b"information_schema";
-        if pg_sys::IsCatalogNamespace(nspid)
-            || pg_sys::IsToastNamespace(nspid)
-            || information_schema
+/// `Some("system")` or `Some("temporary")` for the schemas whose objects the capture never
+/// sends. By name: the `pg_` prefix is reserved, so no user schema can take these names
+/// (`pg_identify_object()` calls every temporary schema `pg_temp`).
+fn never_replicated_schema(name: &str) -> Option<&'static str> {
+    match name {
+        "pg_catalog" | "pg_toast" | "information_schema" => Some("system"),
+        _ if name == "pg_temp"
+            || name.starts_with("pg_temp_")
+            || name.starts_with("pg_toast_temp_") =>
         {
-            return Some("system");
+            Some("temporary")
         }
+        _ => None,
     }
-    None
 }
 
 /// The value of an argument that must not be NULL (the functions are not STRICT because `rules`
@@ -437,7 +471,7 @@ mod tests {
                 .map(|s| Some(s.to_owned()))
                 .to_vec()]
         );
-        // ddl and rules are replaced: no rules given, no rules kept.
+        // What ALTER PUBLICATION ... SET (ddl = ...) does: new kinds, the rules stay.
         Spi::run("SELECT ddl_sync.set_publication_ddl('ddl_sync_c_pub', 'none')").expect("none");
         assert_eq!(
             config("ddl_sync_c_pub"),
@@ -447,6 +481,20 @@ mod tests {
                 None,
                 Some("true"),
                 Some("none"),
+                Some("exclude schema = 'audit'")
+            ])]
+        );
+        // Empty rule text (or only comments) removes the rules.
+        Spi::run("SELECT ddl_sync.set_publication_ddl('ddl_sync_c_pub', 'all', '# none')")
+            .expect("no rules");
+        assert_eq!(
+            config("ddl_sync_c_pub"),
+            vec![line([
+                Some("publication"),
+                None,
+                None,
+                Some("true"),
+                Some("all"),
                 None
             ])]
         );
@@ -562,17 +610,42 @@ mod tests {
         };
         let rule = add("'table'", "'exclude schema x'");
         Spi::run(&format!("SELECT ddl_sync.set_rule_enabled({rule}, false)")).expect("disable");
+        // Same key, same row: the kinds change, NULL rules keep the rules, enabled stays.
         assert_eq!(add("'index'", "NULL"), rule);
-        assert_eq!(
-            config("ddl_sync_c_up"),
-            vec![line([
+        let schema_line = |enabled, ddl, rules| {
+            line([
                 Some("schema"),
                 Some("schema"),
                 Some("ddl_sync_c_up"),
-                Some("false"),
-                Some("index"),
-                None
-            ])]
+                Some(enabled),
+                Some(ddl),
+                rules,
+            ])
+        };
+        assert_eq!(
+            config("ddl_sync_c_up"),
+            vec![schema_line("false", "index", Some("exclude schema = 'x'"))]
+        );
+        assert_eq!(add("'all'", "''"), rule);
+        assert_eq!(
+            config("ddl_sync_c_up"),
+            vec![schema_line("false", "all", None)]
+        );
+        // ddl left out: 'all'.
+        assert_eq!(
+            one::<pg_sys::Oid>(
+                "SELECT ddl_sync.add_schema_rule('ddl_sync_c_up', 'ddl_sync_c_up',
+                                                 rules => 'include tag = ''CREATE TABLE''')"
+            ),
+            Some(rule)
+        );
+        assert_eq!(
+            config("ddl_sync_c_up"),
+            vec![schema_line(
+                "false",
+                "all",
+                Some("include tag = 'CREATE TABLE'")
+            )]
         );
         Spi::run(&format!("SELECT ddl_sync.set_rule_enabled({rule}, true)")).expect("enable");
         assert_eq!(config("ddl_sync_c_up")[0][3].as_deref(), Some("true"));
@@ -701,9 +774,9 @@ mod tests {
             "CREATE PUBLICATION ddl_sync_c_err;
              CREATE TEMP TABLE ddl_sync_c_temp (id int);
              CREATE TABLE public.ddl_sync_c_plain (id int);
-             CREATE EVENT TRIGGER ddl_sync_c_evt ON ddl_command_end
-                 EXECUTE FUNCTION ddl_sync.forget_dropped_objects();
-             ALTER EVENT TRIGGER ddl_sync_c_evt DISABLE;",
+             CREATE FOREIGN DATA WRAPPER ddl_sync_c_fdw;
+             CREATE SERVER ddl_sync_c_server FOREIGN DATA WRAPPER ddl_sync_c_fdw;
+             CREATE FOREIGN TABLE public.ddl_sync_c_remote (id int) SERVER ddl_sync_c_server;",
         )
         .expect("set up");
         let cases = [
@@ -774,10 +847,6 @@ mod tests {
                 "42809: schemas have rules of their own: use ddl_sync.add_schema_rule",
             ),
             (
-                "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'public.ddl_sync_c_plain', 1)",
-                "42809: \"public.ddl_sync_c_plain\" is not a system catalog",
-            ),
-            (
                 "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_proc', 4294967295)",
                 "42704: routine with OID 4294967295 does not exist",
             ),
@@ -786,19 +855,9 @@ mod tests {
                 "22023: DDL on function pg_catalog.now() is never replicated (system object)",
             ),
             (
-                "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_event_trigger',
-                     (SELECT oid FROM pg_event_trigger WHERE evtname = 'ddl_sync_c_evt'))",
-                "22023: DDL on event trigger ddl_sync_c_evt is never replicated (event trigger)",
-            ),
-            (
-                "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_publication',
-                     (SELECT oid FROM pg_publication WHERE pubname = 'ddl_sync_c_err'))",
-                "22023: DDL on publication ddl_sync_c_err is never replicated (replication set-up)",
-            ),
-            (
-                "SELECT ddl_sync.add_object_rule('ddl_sync_c_err', 'pg_database',
-                     (SELECT oid FROM pg_database WHERE datname = current_database()))",
-                "22023: DDL on database pgrx_tests is never replicated (global object)",
+                "SELECT ddl_sync.add_relation_rule('ddl_sync_c_err', 'public.ddl_sync_c_remote')",
+                "22023: DDL on foreign table public.ddl_sync_c_remote is never replicated \
+                 (foreign data)",
             ),
             (
                 "SELECT ddl_sync.set_rule_enabled(4294967295, true)",
@@ -809,7 +868,32 @@ mod tests {
                 "42704: publication \"ddl_sync_c_nowhere\" does not exist",
             ),
         ];
+        // Objects of catalogs outside the list: plain tables, and catalogs of objects whose DDL
+        // is never replicated (publications, event triggers, databases...).
+        let not_a_catalog = |name: &str| {
+            format!(
+                "42809: {name} is not a catalog of objects with replicated DDL (valid: {})",
+                super::OBJECT_CATALOGS.join(", ")
+            )
+        };
+        let other_catalogs = [
+            ("public.ddl_sync_c_plain", "public.ddl_sync_c_plain"),
+            ("pg_publication", "pg_catalog.pg_publication"),
+            ("pg_event_trigger", "pg_catalog.pg_event_trigger"),
+            ("pg_database", "pg_catalog.pg_database"),
+            ("pg_statistic", "pg_catalog.pg_statistic"),
+        ]
+        .map(|(class, name)| {
+            (
+                format!("SELECT ddl_sync.add_object_rule('ddl_sync_c_err', '{class}', 1)"),
+                not_a_catalog(name),
+            )
+        });
         let mut mismatches = Vec::new();
+        let cases = cases
+            .iter()
+            .map(|&(call, expected)| (call, expected))
+            .chain(other_catalogs.iter().map(|(c, e)| (c.as_str(), e.as_str())));
         for (call, expected) in cases {
             let got = error_of(call);
             if got.as_deref() != Some(expected) {

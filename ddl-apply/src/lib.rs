@@ -38,6 +38,11 @@ extension_sql_file!(
     name = "drop_trigger",
     requires = ["catalog"]
 );
+extension_sql_file!(
+    "../sql/capture.sql",
+    name = "capture",
+    requires = ["catalog"]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// The version of the installed extension library, to compare with `pg_extension.extversion`
@@ -387,7 +392,7 @@ mod tests {
             "CREATE SCHEMA ddl_sync_t_app;
              CREATE TABLE ddl_sync_t_app.orders (id int, note text);
              CREATE TABLE ddl_sync_t_app.items (id int);
-             CREATE TABLE public.ddl_sync_t_kept (id int, gone int);
+             CREATE TABLE public.ddl_sync_t_kept (id int, gone int CHECK (gone > 0));
              CREATE TABLE public.ddl_sync_t_dropped (id int);
              CREATE FUNCTION public.ddl_sync_t_f() RETURNS int LANGUAGE sql AS 'SELECT 1';
              CREATE PUBLICATION ddl_sync_t_p1;
@@ -400,7 +405,9 @@ mod tests {
              SELECT ddl_sync.add_relation_rule('ddl_sync_t_p1', 'public.ddl_sync_t_dropped');
              SELECT ddl_sync.add_relation_rule('ddl_sync_t_p2', 'public.ddl_sync_t_dropped');
              SELECT ddl_sync.add_object_rule('ddl_sync_t_p1', 'pg_proc',
-                                             'public.ddl_sync_t_f()'::regprocedure);",
+                                             'public.ddl_sync_t_f()'::regprocedure);
+             SELECT ddl_sync.add_object_rule('ddl_sync_t_p1', 'pg_constraint',
+                 (SELECT oid FROM pg_constraint WHERE conname = 'ddl_sync_t_kept_gone_check'));",
         )
         .expect("set up");
         let count = |publication: &str| {
@@ -417,10 +424,10 @@ mod tests {
             )
             .concat()
         };
-        assert_eq!(count("ddl_sync_t_p1"), 6);
+        assert_eq!(count("ddl_sync_t_p1"), 7);
         assert_eq!(count("ddl_sync_t_p2"), 2);
 
-        // A column is not its relation.
+        // A column is not its relation; its constraint goes with it.
         Spi::run("ALTER TABLE public.ddl_sync_t_kept DROP COLUMN gone").expect("drop column");
         assert_eq!(count("ddl_sync_t_p1"), 6);
 

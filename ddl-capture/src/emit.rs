@@ -34,7 +34,12 @@ fn log_message(payload: &[u8]) {
     // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
     unsafe {
         pg_guard_ffi_boundary(|| {
-            LogLogicalMessage(prefix.as_ptr(), payload.as_ptr().cast(), payload.len(), true)
+            LogLogicalMessage(
+                prefix.as_ptr(),
+                payload.as_ptr().cast(),
+                payload.len(),
+                true,
+            )
         });
     }
 }

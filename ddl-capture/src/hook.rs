@@ -40,20 +40,35 @@ unsafe extern "C-unwind" fn process_utility(
         dropped: Vec::new(),
     });
     if request.as_ref().is_none_or(|r| r.run_statement) {
-        let previous = PREVIOUS;
-        pg_guard_ffi_boundary(|| match previous {
-            Some(hook) => hook(pstmt, query_string, read_only_tree && request.is_none(), context, params, query_env, dest, qc),
+        // We own the tree when we changed it (a copy, or one that was never read-only).
+        let read_only_tree = read_only_tree && request.is_none();
+        match PREVIOUS {
+            // A raw C function pointer: guard it, so an ERROR becomes a Rust panic that
+            // unwinds our frames (popping the statement) before pgrx re-raises it.
+            Some(hook) => pg_guard_ffi_boundary(|| {
+                hook(
+                    pstmt,
+                    query_string,
+                    read_only_tree,
+                    context,
+                    params,
+                    query_env,
+                    dest,
+                    qc,
+                )
+            }),
+            // pgrx's bindings are guarded already; a second guard would abort on ERROR.
             None => pg_sys::standard_ProcessUtility(
                 pstmt,
                 query_string,
-                read_only_tree && request.is_none(),
+                read_only_tree,
                 context,
                 params,
                 query_env,
                 dest,
                 qc,
             ),
-        });
+        }
     }
     match request {
         Some(request) => publication::store(&request),

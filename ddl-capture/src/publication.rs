@@ -25,7 +25,9 @@ pub struct Request {
 }
 
 /// The options list of a publication statement, if `node` is one.
-unsafe fn options_of(node: *mut pg_sys::Node) -> Option<(*mut *mut pg_sys::List, *mut std::ffi::c_char)> {
+unsafe fn options_of(
+    node: *mut pg_sys::Node,
+) -> Option<(*mut *mut pg_sys::List, *mut std::ffi::c_char)> {
     match (*node).type_ {
         pg_sys::NodeTag::T_CreatePublicationStmt => {
             let stmt = node as *mut pg_sys::CreatePublicationStmt;
@@ -49,10 +51,15 @@ unsafe fn find_ddl(options: *mut pg_sys::List) -> Option<*mut pg_sys::DefElem> {
 ///
 /// # Safety
 /// `pstmt` is the statement ProcessUtility was given.
-pub unsafe fn take_ddl_option(pstmt: *mut pg_sys::PlannedStmt, read_only_tree: bool) -> Option<Request> {
+pub unsafe fn take_ddl_option(
+    pstmt: *mut pg_sys::PlannedStmt,
+    read_only_tree: bool,
+) -> Option<Request> {
     let (options, _) = options_of((*pstmt).utilityStmt)?;
     let def = find_ddl(*options)?;
-    let text = CStr::from_ptr(pg_sys::defGetString(def)).to_string_lossy().into_owned();
+    let text = CStr::from_ptr(pg_sys::defGetString(def))
+        .to_string_lossy()
+        .into_owned();
     let kinds = match DdlKinds::parse(&text) {
         Ok(kinds) => kinds,
         Err(e) => {
@@ -93,7 +100,12 @@ pub unsafe fn take_ddl_option(pstmt: *mut pg_sys::PlannedStmt, read_only_tree: b
             );
         }
     }
-    Some(Request { pstmt, run_statement: !(is_alter && (*options).is_null()), publication, kinds })
+    Some(Request {
+        pstmt,
+        run_statement: !(is_alter && (*options).is_null()),
+        publication,
+        kinds,
+    })
 }
 
 /// Stores the option through the extension and adds `ddl_sync.events` to the publication.
@@ -113,12 +125,18 @@ pub unsafe fn store(request: &Request) {
     let has_events = events_in_publication(&request.publication);
     if has_events == Some(false) {
         let quoted = CStr::from_ptr(pg_sys::quote_identifier(
-            std::ffi::CString::new(request.publication.as_str()).unwrap_or_default().as_ptr(),
+            std::ffi::CString::new(request.publication.as_str())
+                .unwrap_or_default()
+                .as_ptr(),
         ))
         .to_string_lossy()
         .into_owned();
-        Spi::run(&format!("ALTER PUBLICATION {quoted} ADD TABLE ddl_sync.events"))
-            .unwrap_or_else(|e| error!("ddl_sync: cannot add ddl_sync.events to publication {quoted}: {e}"));
+        Spi::run(&format!(
+            "ALTER PUBLICATION {quoted} ADD TABLE ddl_sync.events"
+        ))
+        .unwrap_or_else(|e| {
+            error!("ddl_sync: cannot add ddl_sync.events to publication {quoted}: {e}")
+        });
     }
     check_publication(&request.publication);
 }

@@ -32,13 +32,21 @@ impl Row {
     fn rank(&self, record: &DdlRecord<'_>) -> Option<u8> {
         let object = pg_sys::Oid::from(record.object_id);
         match self.kind {
-            b'o' if self.objid == object && record.object_id != 0 => Some(3),
+            // For objects, pfsyncrelid holds the object's catalog (as pg_depend.classid).
+            b'o' if self.objid == object
+                && self.relid == pg_sys::Oid::from(record.class_id)
+                && record.object_id != 0 =>
+            {
+                Some(3)
+            }
             b'r' if self.relid == object
                 && record.class_id == u32::from(pg_sys::RelationRelationId) =>
             {
                 Some(2)
             }
-            b'n' if self.nspid == pg_sys::Oid::from(record.namespace_id) && record.namespace_id != 0 => {
+            b'n' if self.nspid == pg_sys::Oid::from(record.namespace_id)
+                && record.namespace_id != 0 =>
+            {
                 Some(1)
             }
             b'p' => Some(0),
@@ -66,7 +74,10 @@ pub unsafe fn publication_oids(names: &[String]) -> Vec<pg_sys::Oid> {
 /// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
 /// historic snapshot set up).
 pub unsafe fn wanted(pubids: Option<&[pg_sys::Oid]>, record: &DdlRecord<'_>) -> bool {
-    let Some(kind) = DdlKinds::parse(record.kind).ok().and_then(|k| k.token().and(k.kinds().next())) else {
+    let Some(kind) = DdlKinds::parse(record.kind)
+        .ok()
+        .and_then(|k| k.token().and(k.kinds().next()))
+    else {
         warning!(
             "ddl_sync: DDL record of xid {} has kind \"{}\", which is not one DDL kind; not sent",
             record.xid,

@@ -46,7 +46,9 @@ function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
 /// Called by PostgreSQL as an event trigger function.
 #[no_mangle]
 #[pg_guard]
-pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(fcinfo: pg_sys::FunctionCallInfo) -> pg_sys::Datum {
+pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
+    fcinfo: pg_sys::FunctionCallInfo,
+) -> pg_sys::Datum {
     event_trigger_data(fcinfo);
     if pg_sys::creating_extension {
         return pg_sys::Datum::from(0usize);
@@ -68,7 +70,9 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
     let data = event_trigger_data(fcinfo);
     // Statements of an extension script are the CREATE/ALTER EXTENSION's business.
     if !pg_sys::creating_extension {
-        let tag = CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag)).to_string_lossy().into_owned();
+        let tag = CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag))
+            .to_string_lossy()
+            .into_owned();
         capture(&tag);
     }
     pg_sys::Datum::from(0usize)
@@ -105,13 +109,10 @@ unsafe fn capture(tag: &str) {
         Classification::Replicated(kind) => kind,
         Classification::NotReplicated(_) => return,
     };
-    let Some((sql, top_level)) = statement::with_innermost(|s| (statement_text(s), s.top_level)) else {
-        warning!(
-            "ddl_sync: {tag} not captured: ddl_pgoutput is not in shared_preload_libraries, so the \
-             statement text is unknown"
-        );
-        return;
-    };
+    // Without the hook (ddl_pgoutput not preloaded) the statement text is unknown: then say so,
+    // but only where a publication would have wanted the statement.
+    let (sql, top_level) =
+        statement::with_innermost(|s| (statement_text(s), s.top_level)).unwrap_or_default();
     let session = Session::current();
     let forwarded = pg_sys::replorigin_session_origin != 0;
     let mut flags = RecordFlags::TRANSACTIONAL;
@@ -134,7 +135,11 @@ unsafe fn capture(tag: &str) {
         class_id: target.class_id,
         object_id: target.object_id,
         namespace_id,
-        origin: RecordOrigin { capturing_sysid: sysid, original_sysid: sysid, original_lsn: 0 },
+        origin: RecordOrigin {
+            capturing_sysid: sysid,
+            original_sysid: sysid,
+            original_lsn: 0,
+        },
         dialect: &session.dialect,
         command_tag: tag,
         schema: &target.schema,
@@ -145,9 +150,17 @@ unsafe fn capture(tag: &str) {
         session_user: &session.session_user,
         database: &session.database,
     };
-    if rules::wanted(None, &record) {
-        emit::emit_record(&record);
+    if !rules::wanted(None, &record) {
+        return;
     }
+    if record.sql.is_empty() {
+        warning!(
+            "ddl_sync: {tag} not captured: ddl_pgoutput is not in shared_preload_libraries, so \
+             the statement's text is unknown"
+        );
+        return;
+    }
+    emit::emit_record(&record);
 }
 
 /// The object of the statement: the `ddl_command_end` row with the statement's own tag (a
@@ -280,10 +293,22 @@ impl Session {
             }
         };
         // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
-        let dialect = text(pg_sys::GetConfigOption(c"babelfishpg_tsql.sql_dialect".as_ptr(), true, false));
+        let dialect = text(pg_sys::GetConfigOption(
+            c"babelfishpg_tsql.sql_dialect".as_ptr(),
+            true,
+            false,
+        ));
         Session {
-            dialect: if dialect.eq_ignore_ascii_case("tsql") { "tsql".into() } else { "postgres".into() },
-            search_path: text(pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false)),
+            dialect: if dialect.eq_ignore_ascii_case("tsql") {
+                "tsql".into()
+            } else {
+                "postgres".into()
+            },
+            search_path: text(pg_sys::GetConfigOption(
+                c"search_path".as_ptr(),
+                false,
+                false,
+            )),
             role: text(pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true)),
             session_user: text(pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), true)),
             database: text(pg_sys::get_database_name(pg_sys::MyDatabaseId)),

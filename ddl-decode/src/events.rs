@@ -37,7 +37,10 @@ pub unsafe fn send(
         pg_sys::get_relname_relid(c"events".as_ptr(), nsp)
     };
     if relid == pg_sys::InvalidOid {
-        warning!("ddl_pgoutput: ddl_sync.events does not exist at {}; DDL event not sent", fmt_lsn(lsn));
+        warning!(
+            "ddl_pgoutput: ddl_sync.events does not exist at {}; DDL event not sent",
+            fmt_lsn(lsn)
+        );
         return false;
     }
     let rel = pg_sys::RelationIdGetRelation(relid);
@@ -64,7 +67,11 @@ pub unsafe fn send(
     pg_sys::MemoryContextSwitchTo(old);
 
     let callbacks = pgoutput::callbacks();
-    let change_cb = if streaming { callbacks.stream_change_cb } else { callbacks.change_cb };
+    let change_cb = if streaming {
+        callbacks.stream_change_cb
+    } else {
+        callbacks.change_cb
+    };
     if let Some(change_cb) = change_cb {
         pg_guard_ffi_boundary(|| change_cb(ctx, txn, rel, change));
     }
@@ -77,17 +84,30 @@ pub unsafe fn send(
 
 /// The row: each column of `ddl_sync.events` that ddl-wire's event view reads, by name; the
 /// subscriber's apply-status columns stay NULL.
-unsafe fn form_tuple(rel: pg_sys::Relation, lsn: pg_sys::XLogRecPtr, record: &DdlRecord<'_>) -> pg_sys::HeapTuple {
+unsafe fn form_tuple(
+    rel: pg_sys::Relation,
+    lsn: pg_sys::XLogRecPtr,
+    record: &DdlRecord<'_>,
+) -> pg_sys::HeapTuple {
     let desc = (*rel).rd_att;
     let natts = (*desc).natts as usize;
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
-    let origin_lsn = if record.origin.original_lsn == 0 { lsn } else { record.origin.original_lsn };
+    let origin_lsn = if record.origin.original_lsn == 0 {
+        lsn
+    } else {
+        record.origin.original_lsn
+    };
     for (i, attr) in (*desc).attrs.as_slice(natts).iter().enumerate() {
         if attr.attisdropped {
             continue;
         }
-        let text = |s: &str| pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(s.as_ptr().cast(), s.len() as i32));
+        let text = |s: &str| {
+            pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(
+                s.as_ptr().cast(),
+                s.len() as i32,
+            ))
+        };
         let value = match CStr::from_ptr(attr.attname.data.as_ptr()).to_bytes() {
             b"lsn" => pg_sys::Datum::from(lsn),
             b"origin_sysid" => pg_sys::Datum::from(record.origin.original_sysid as i64),
@@ -114,11 +134,18 @@ unsafe fn form_tuple(rel: pg_sys::Relation, lsn: pg_sys::XLogRecPtr, record: &Dd
 }
 
 /// Copies `tuple` into a reorder buffer tuple, as DecodeXLogTuple() would have made it.
-unsafe fn tuple_buf(rb: *mut pg_sys::ReorderBuffer, tuple: pg_sys::HeapTuple) -> *mut pg_sys::ReorderBufferTupleBuf {
+unsafe fn tuple_buf(
+    rb: *mut pg_sys::ReorderBuffer,
+    tuple: pg_sys::HeapTuple,
+) -> *mut pg_sys::ReorderBufferTupleBuf {
     let header = offset_of!(pg_sys::HeapTupleHeaderData, t_bits); // SizeofHeapTupleHeader
     let len = (*tuple).t_len as usize;
     let buf = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
-    std::ptr::copy_nonoverlapping((*tuple).t_data as *const u8, (*buf).tuple.t_data as *mut u8, len);
+    std::ptr::copy_nonoverlapping(
+        (*tuple).t_data as *const u8,
+        (*buf).tuple.t_data as *mut u8,
+        len,
+    );
     (*buf).tuple.t_len = len as u32;
     // ItemPointerSetInvalid, and no table OID, as for a decoded tuple.
     (*buf).tuple.t_self.ip_blkid.bi_hi = 0xFFFF;
@@ -130,20 +157,27 @@ unsafe fn tuple_buf(rb: *mut pg_sys::ReorderBuffer, tuple: pg_sys::HeapTuple) ->
 
 /// The (sub)transaction with `xid` under the top-level `txn`; the top level when it is not
 /// found (the statement then ran in the top level, or the subtransaction was already merged).
-unsafe fn emitting_txn(txn: *mut pg_sys::ReorderBufferTXN, xid: u32) -> *mut pg_sys::ReorderBufferTXN {
+unsafe fn emitting_txn(
+    txn: *mut pg_sys::ReorderBufferTXN,
+    xid: u32,
+) -> *mut pg_sys::ReorderBufferTXN {
     if (*txn).xid == pg_sys::TransactionId::from(xid) {
         return txn;
     }
     let head: *mut pg_sys::dlist_node = &mut (*txn).subtxns.head;
     let mut node = (*head).next; // NULL: a list never initialised, i.e. empty
     while !node.is_null() && node != head {
-        let sub = (node as *mut u8).sub(offset_of!(pg_sys::ReorderBufferTXN, node)) as *mut pg_sys::ReorderBufferTXN;
+        let sub = (node as *mut u8).sub(offset_of!(pg_sys::ReorderBufferTXN, node))
+            as *mut pg_sys::ReorderBufferTXN;
         if (*sub).xid == pg_sys::TransactionId::from(xid) {
             return sub;
         }
         node = (*node).next;
     }
-    debug1!("ddl_pgoutput: subtransaction {xid} not found under {:?}; using the top level", (*txn).xid);
+    debug1!(
+        "ddl_pgoutput: subtransaction {xid} not found under {:?}; using the top level",
+        (*txn).xid
+    );
     txn
 }
 

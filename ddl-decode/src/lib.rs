@@ -132,8 +132,7 @@ unsafe fn ddl_event(
     let Some((wanted, scratch)) = session::with(|s| {
         let pubids = rules::publication_oids(&s.publications);
         (rules::wanted(Some(&pubids), &record), s.scratch)
-    })
-    else {
+    }) else {
         return;
     };
     if wanted {

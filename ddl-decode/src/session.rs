@@ -36,8 +36,9 @@ pub unsafe fn begin(ctx: *mut pg_sys::LogicalDecodingContext) {
         8 * 1024,
         8 * 1024 * 1024,
     );
-    let callback = pg_sys::MemoryContextAlloc(parent, std::mem::size_of::<pg_sys::MemoryContextCallback>())
-        as *mut pg_sys::MemoryContextCallback;
+    let callback =
+        pg_sys::MemoryContextAlloc(parent, std::mem::size_of::<pg_sys::MemoryContextCallback>())
+            as *mut pg_sys::MemoryContextCallback;
     callback.write(pg_sys::MemoryContextCallback {
         func: Some(end),
         arg: std::ptr::null_mut(),
@@ -45,7 +46,12 @@ pub unsafe fn begin(ctx: *mut pg_sys::LogicalDecodingContext) {
     });
     pg_sys::MemoryContextRegisterResetCallback(parent, callback);
     let publications = publication_names((*ctx).output_plugin_options);
-    SESSION.with(|s| *s.borrow_mut() = Some(Session { publications, scratch }));
+    SESSION.with(|s| {
+        *s.borrow_mut() = Some(Session {
+            publications,
+            scratch,
+        })
+    });
 }
 
 unsafe extern "C-unwind" fn end(_arg: *mut std::ffi::c_void) {

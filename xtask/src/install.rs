@@ -23,30 +23,39 @@ pub enum Profile {
     Release,
 }
 
+/// Installs both libraries and the extension's files.
 pub fn install(profile: Profile) -> Result {
     setup::ensure()?;
-    let root = project_root();
+    let mut pgrx = vec!["pgrx", "install", "--pg-config"];
     let pg_config = setup::pg_config();
-
-    let mut pgrx = vec!["pgrx", "install", "--pg-config", &pg_config];
-    let mut build = vec!["build", "-p", "ddl-decode"];
+    pgrx.push(&pg_config);
     if profile == Profile::Release {
         pgrx.push("--release");
-        build.push("--release");
     }
     Cmd::new("cargo")
         .args(pgrx)
-        .dir(root.join("ddl-apply"))
+        .dir(project_root().join("ddl-apply"))
         .run()?;
-    Cmd::new("cargo").args(build).dir(&root).run()?;
+    install_plugin(profile)
+}
 
+/// Installs `ddl_pgoutput.so` alone: the `ddl_sync` extension's capture triggers are functions
+/// of that library, so it must be in place before the extension is created anywhere, the pgrx
+/// test cluster included.
+pub fn install_plugin(profile: Profile) -> Result {
+    let root = project_root();
+    let mut build = vec!["build", "-p", "ddl-decode"];
+    if profile == Profile::Release {
+        build.push("--release");
+    }
+    Cmd::new("cargo").args(build).dir(&root).run()?;
     let dir = if profile == Profile::Release {
         "release"
     } else {
         "debug"
     };
     let built = root.join("target").join(dir).join("libddl_pgoutput.so");
-    let pkglibdir = PathBuf::from(Cmd::new(&pg_config).args(["--pkglibdir"]).read()?);
+    let pkglibdir = PathBuf::from(Cmd::new(setup::pg_config()).args(["--pkglibdir"]).read()?);
     install_file(&built, &pkglibdir.join("ddl_pgoutput.so"))
 }
 

@@ -5,7 +5,7 @@
 //! `postgres` OS user, because root cannot run a server.
 
 use crate::cmd::Cmd;
-use crate::install::{install, Profile};
+use crate::install::{install, install_plugin, Profile};
 use crate::{golden, project_root, setup, Result};
 
 /// Crates that build and test without pgrx.
@@ -55,6 +55,7 @@ pub fn run(args: &[&str]) -> Result {
         .dir(&root)
         .run()?;
     golden::run(&["--check"])?;
+    install_plugin(Profile::Debug)?;
     for c in PGRX_CRATES {
         pgrx_test(c)?;
     }

@@ -1,0 +1,43 @@
+-- DDL capture on publishers. The functions live in ddl_pgoutput.so (crate ddl-capture), next
+-- to the ProcessUtility hook that knows each statement's text: ddl_pgoutput must be installed
+-- wherever ddl_sync is (the two ship together), and preloaded on publishers.
+--
+-- ALWAYS: DDL replayed by a subscription's apply worker (session_replication_role = replica)
+-- is captured too, so that it can be passed on to the next node of a cascade.
+
+CREATE FUNCTION ddl_sync.capture_sql_drop()
+RETURNS event_trigger
+LANGUAGE c AS '$libdir/ddl_pgoutput', 'ddl_sync_capture_sql_drop';
+
+CREATE FUNCTION ddl_sync.capture_ddl_command_end()
+RETURNS event_trigger
+LANGUAGE c AS '$libdir/ddl_pgoutput', 'ddl_sync_capture_ddl_command_end';
+
+REVOKE ALL ON FUNCTION ddl_sync.capture_sql_drop() FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.capture_ddl_command_end() FROM PUBLIC;
+
+CREATE EVENT TRIGGER ddl_sync_capture_sql_drop ON sql_drop
+    EXECUTE FUNCTION ddl_sync.capture_sql_drop();
+ALTER EVENT TRIGGER ddl_sync_capture_sql_drop ENABLE ALWAYS;
+
+CREATE EVENT TRIGGER ddl_sync_capture_ddl_command_end ON ddl_command_end
+    EXECUTE FUNCTION ddl_sync.capture_ddl_command_end();
+ALTER EVENT TRIGGER ddl_sync_capture_ddl_command_end ENABLE ALWAYS;
+
+-- A FOR ALL TABLES publication publishes publication_sync like any table. Its rows hold the
+-- publisher's OIDs and mean nothing elsewhere: a subscriber's apply and table sync workers
+-- (session_replication_role = replica, where only REPLICA triggers fire) skip them.
+CREATE FUNCTION ddl_sync.skip_replicated_row()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER publication_sync_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.publication_sync
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.publication_sync ENABLE REPLICA TRIGGER publication_sync_is_node_local;
