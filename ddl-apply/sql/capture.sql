@@ -26,13 +26,18 @@ ALTER EVENT TRIGGER ddl_sync_capture_ddl_command_end ENABLE ALWAYS;
 
 -- A FOR ALL TABLES publication publishes publication_sync like any table. Its rows hold the
 -- publisher's OIDs and mean nothing elsewhere: a subscriber's apply and table sync workers
--- (session_replication_role = replica, where only REPLICA triggers fire) skip them.
+-- (session_replication_role = replica, where only REPLICA triggers fire) skip them. The
+-- extension's own changes made in replica mode (an event trigger cleaning up after a replayed
+-- DROP, a configuration function) say so with ddl_sync.local_change and go through.
 CREATE FUNCTION ddl_sync.skip_replicated_row()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF current_setting('ddl_sync.local_change', true) = 'on' THEN
+        RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
+    END IF;
     RETURN NULL;
 END
 $$;

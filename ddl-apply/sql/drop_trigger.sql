@@ -10,6 +10,8 @@ LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    -- A local change, also in an apply worker (see ddl_sync.skip_replicated_row).
+    PERFORM set_config('ddl_sync.local_change', 'on', true);
     DELETE FROM ddl_sync.publication_sync AS s
     USING pg_event_trigger_dropped_objects() AS d
     WHERE (d.classid = 'pg_publication'::regclass AND s.pfsyncpubid = d.objid)
@@ -20,6 +22,7 @@ BEGIN
            AND s.pfsyncobjid = d.objid)
        OR (d.objsubid = 0 AND d.classid = 'pg_class'::regclass AND s.pfsynckind = 'r'
            AND s.pfsyncrelid = d.objid);
+    PERFORM set_config('ddl_sync.local_change', 'off', true);
 END
 $$;
 

@@ -464,6 +464,21 @@ mod tests {
     }
 
     #[pg_test]
+    fn rows_arriving_through_replication_are_skipped() {
+        // What a FOR ALL TABLES subscription's apply worker would write: the publisher's rows.
+        Spi::run(
+            "SET LOCAL session_replication_role = replica;
+             INSERT INTO ddl_sync.publication_sync (pfsyncpubid, pfsynckind, pfsyncddl)
+             VALUES (424242, 'p', 1);",
+        )
+        .expect("insert in replica mode");
+        assert_eq!(
+            one::<i64>("SELECT count(*) FROM ddl_sync.publication_sync WHERE pfsyncpubid = 424242"),
+            Some(0)
+        );
+    }
+
+    #[pg_test]
     fn drops_replayed_by_an_apply_worker_are_followed_too() {
         Spi::run(
             "CREATE PUBLICATION ddl_sync_t_replica;

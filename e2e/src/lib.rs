@@ -80,6 +80,27 @@ pub struct Ddl {
     pub search_path: String,
     /// The role.
     pub role: String,
+    /// The (sub)transaction that ran the statement.
+    pub xid: u64,
+    /// The LSN of the statement's message.
+    pub lsn: u64,
+}
+
+impl Ddl {
+    /// The fields of a decoded event.
+    pub fn from_event(e: &ddl_wire::DdlEvent<'_>) -> Ddl {
+        Ddl {
+            tag: e.command_tag.into(),
+            kind: e.kind.into(),
+            sql: e.sql.into(),
+            identity: e.object_identity.into(),
+            top_level: e.top_level,
+            search_path: e.search_path.into(),
+            role: e.role.into(),
+            xid: e.xid,
+            lsn: e.lsn,
+        }
+    }
 }
 
 /// Decodes the changes of `slot` (peeked, not consumed) with protocol version 1, turning
@@ -119,15 +140,7 @@ pub fn changes(
             Message::Insert(ins) => match events.get(&ins.rel_id()) {
                 Some(ev) => {
                     let e = ev.event(&ins).expect("a valid event");
-                    out.push(Change::Ddl(Ddl {
-                        tag: e.command_tag.into(),
-                        kind: e.kind.into(),
-                        sql: e.sql.into(),
-                        identity: e.object_identity.into(),
-                        top_level: e.top_level,
-                        search_path: e.search_path.into(),
-                        role: e.role.into(),
-                    }));
+                    out.push(Change::Ddl(Ddl::from_event(&e)));
                 }
                 None => out.push(Change::Insert {
                     table: tables.get(&ins.rel_id()).cloned().unwrap_or_default(),
@@ -158,9 +171,162 @@ pub fn ddl_sql(changes: &[Change]) -> Vec<String> {
         .collect()
 }
 
+/// The messages of `peek_hex` output as bytes, one per line.
+pub fn hex_messages(hex: &str) -> Vec<Vec<u8>> {
+    hex.lines()
+        .filter(|l| !l.is_empty())
+        .map(from_hex)
+        .collect()
+}
+
 fn from_hex(line: &str) -> Vec<u8> {
     (0..line.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&line[i..i + 2], 16).expect("hex"))
         .collect()
+}
+
+/// A `ddl_pgoutput` stream with its DDL events taken out: what must be left is pgoutput's own
+/// output for the same slot position and options (see [`strip_ddl_events`]).
+#[derive(Debug, Default)]
+pub struct Stripped {
+    /// The remaining messages, bytes unchanged.
+    pub kept: Vec<Vec<u8>>,
+    /// The DDL events taken out, in order.
+    pub events: Vec<Ddl>,
+    /// How many Relation messages of `ddl_sync.events` were taken out.
+    pub event_relations: usize,
+    /// How many BEGIN/COMMIT pairs were left empty and taken out (DDL-only transactions, which
+    /// pgoutput does not send).
+    pub empty_transactions: usize,
+}
+
+/// Decodes `messages` (one pgoutput message each, as a slot peek returns them) with a
+/// [`StreamDecoder`](ddl_wire::StreamDecoder) in context `ctx` (so changes inside streamed
+/// blocks are read with their xid prefix), takes out the Relation and Insert messages of
+/// `ddl_sync.events`, then every BEGIN immediately followed by COMMIT. Panics on a message that
+/// does not decode, or on an events row that is not a valid event.
+pub fn strip_ddl_events(messages: &[Vec<u8>], ctx: ddl_wire::ProtocolContext) -> Stripped {
+    use ddl_wire::{EventsRelation, Message, StreamDecoder, BEGIN_TAG, COMMIT_TAG};
+    use std::collections::HashMap;
+
+    let mut decoder = StreamDecoder::new(ctx);
+    let mut events: HashMap<u32, EventsRelation> = HashMap::new();
+    let mut out = Stripped::default();
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for (i, bytes) in messages.iter().enumerate() {
+        let message = decoder
+            .decode(bytes)
+            .unwrap_or_else(|e| panic!("message {i} does not decode: {e}"));
+        match &message {
+            Message::Relation(rel) => {
+                if let Some(ev) = EventsRelation::from_relation(rel)
+                    .unwrap_or_else(|e| panic!("message {i}: bad ddl_sync.events relation: {e}"))
+                {
+                    events.insert(ev.rel_id(), ev);
+                    out.event_relations += 1;
+                    continue;
+                }
+            }
+            Message::Insert(ins) => {
+                if let Some(ev) = events.get(&ins.rel_id()) {
+                    let e = ev
+                        .event(ins)
+                        .unwrap_or_else(|e| panic!("message {i}: bad DDL event: {e}"));
+                    out.events.push(Ddl::from_event(&e));
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        kept.push(bytes);
+    }
+    let mut i = 0;
+    while i < kept.len() {
+        if kept[i].first() == Some(&BEGIN_TAG) && kept.get(i + 1).and_then(|m| m.first()) == Some(&COMMIT_TAG) {
+            out.empty_transactions += 1;
+            i += 2;
+            continue;
+        }
+        out.kept.push(kept[i].to_vec());
+        i += 1;
+    }
+    out
+}
+
+/// Runs the cluster's `pgbench` with `args` against database `postgres`; panics with its
+/// output when it fails.
+pub fn pgbench(pg: &Cluster, args: &[&str]) {
+    let out = pgbench_command(pg, args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pgbench: {e}"));
+    assert!(
+        out.status.success(),
+        "pgbench {args:?} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `pgbench <args> -h 127.0.0.1 -p PORT -U postgres postgres`, output captured, to run your own way.
+pub fn pgbench_command(pg: &Cluster, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(pg.bin("pgbench"));
+    cmd.args(args)
+        .args(["-h", "127.0.0.1", "-p", &pg.port().to_string(), "-U", "postgres", "postgres"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}
+
+/// Polls `check` every 100 ms until it returns `Ok`, for at most `timeout`; when time runs out,
+/// panics naming `what` and the last `Err` (what was seen instead).
+pub fn wait_for<T>(
+    what: &str,
+    timeout: std::time::Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        match check() {
+            Ok(v) => return v,
+            Err(last) if start.elapsed() >= timeout => {
+                panic!("timed out after {timeout:?} waiting for {what}; last seen: {last}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(100)),
+        }
+    }
+}
+
+/// The path of the `ddl-dump` binary of ddl-wire, built once per test process with the cargo
+/// that runs the tests (`cargo build -p ddl-wire --bin ddl-dump`), found from cargo's own
+/// artifact report so that `CARGO_TARGET_DIR` and profiles need no guessing.
+pub fn ddl_dump() -> std::path::PathBuf {
+    static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let out = std::process::Command::new(&cargo)
+            .args(["build", "--quiet", "-p", "ddl-wire", "--bin", "ddl-dump"])
+            .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
+            .arg(&manifest)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", cargo.to_string_lossy()));
+        assert!(out.status.success(), "cargo build of ddl-dump failed ({})", out.status);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let key = "\"executable\":\"";
+        stdout
+            .lines()
+            .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
+            .filter_map(|l| {
+                let start = l.find(key)? + key.len();
+                let end = start + l[start..].find('"')?;
+                Some(std::path::PathBuf::from(&l[start..end]))
+            })
+            .find(|p| p.file_name().is_some_and(|n| n == "ddl-dump"))
+            .unwrap_or_else(|| panic!("cargo reported no ddl-dump executable:\n{stdout}"))
+    })
+    .clone()
 }

@@ -2,7 +2,10 @@
 //! decode the same WAL into the same bytes for every option combination, and fail with the
 //! same errors.
 
-use ddl_e2e::{peek_hex, publisher};
+use ddl_e2e::{
+    ddl_publisher, hex_messages, peek_hex, pgbench, pgbench_command, publisher, strip_ddl_events,
+};
+use ddl_wire::{ProtocolContext, Streaming};
 
 /// Touches every pgoutput message type PostgreSQL 15 sends: a sample, not the full golden
 /// workload (see `cargo xtask golden`).
@@ -42,34 +45,18 @@ ROLLBACK PREPARED 'gy';
 TRUNCATE full_ident, wide RESTART IDENTITY;
 "#;
 
-#[test]
-fn ddl_pgoutput_output_equals_pgoutput_output() {
-    let pg = publisher("byte-identity");
-    pg.psql(
-        "postgres",
-        "SELECT pg_create_logical_replication_slot('plain_pgoutput', 'pgoutput');
-         SELECT pg_create_logical_replication_slot('plain_ddl', 'ddl_pgoutput');
-         SELECT pg_create_logical_replication_slot('twophase_pgoutput', 'pgoutput', false, true);
-         SELECT pg_create_logical_replication_slot('twophase_ddl', 'ddl_pgoutput', false, true);",
-    )
-    .expect("slots");
-    pg.psql("postgres", WORKLOAD).expect("workload");
-
+/// The option sets both tests decode with, and the pair of slots ("plain" or "twophase") each
+/// needs.
+fn option_cases() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     let pub_ = ("publication_names", "p");
-    let cases: &[(&str, &[(&str, &str)])] = &[
-        ("plain", &[("proto_version", "1"), pub_]),
-        ("plain", &[("proto_version", "1"), pub_, ("binary", "true")]),
+    vec![
+        ("plain", vec![("proto_version", "1"), pub_]),
+        ("plain", vec![("proto_version", "1"), pub_, ("binary", "true")]),
+        ("plain", vec![("proto_version", "1"), pub_, ("messages", "true")]),
+        ("plain", vec![("proto_version", "2"), pub_, ("streaming", "on")]),
         (
             "plain",
-            &[("proto_version", "1"), pub_, ("messages", "true")],
-        ),
-        (
-            "plain",
-            &[("proto_version", "2"), pub_, ("streaming", "on")],
-        ),
-        (
-            "plain",
-            &[
+            vec![
                 ("proto_version", "2"),
                 pub_,
                 ("streaming", "on"),
@@ -78,11 +65,11 @@ fn ddl_pgoutput_output_equals_pgoutput_output() {
         ),
         (
             "twophase",
-            &[("proto_version", "3"), pub_, ("two_phase", "on")],
+            vec![("proto_version", "3"), pub_, ("two_phase", "on")],
         ),
         (
             "twophase",
-            &[
+            vec![
                 ("proto_version", "3"),
                 pub_,
                 ("two_phase", "on"),
@@ -90,8 +77,24 @@ fn ddl_pgoutput_output_equals_pgoutput_output() {
                 ("binary", "true"),
             ],
         ),
-    ];
-    for (pair, options) in cases {
+    ]
+}
+
+const SLOTS: &str = "
+SELECT pg_create_logical_replication_slot('plain_pgoutput', 'pgoutput');
+SELECT pg_create_logical_replication_slot('plain_ddl', 'ddl_pgoutput');
+SELECT pg_create_logical_replication_slot('twophase_pgoutput', 'pgoutput', false, true);
+SELECT pg_create_logical_replication_slot('twophase_ddl', 'ddl_pgoutput', false, true);";
+
+#[test]
+fn ddl_pgoutput_output_equals_pgoutput_output() {
+    let pg = publisher("byte-identity");
+    pg.psql("postgres", SLOTS).expect("slots");
+    pg.psql("postgres", WORKLOAD).expect("workload");
+
+    let cases = option_cases();
+    for (pair, options) in &cases {
+        let options = options.as_slice();
         let expected =
             peek_hex(&pg, &format!("{pair}_pgoutput"), options).expect("pgoutput decodes");
         let actual = peek_hex(&pg, &format!("{pair}_ddl"), options).expect("ddl_pgoutput decodes");
@@ -147,4 +150,254 @@ fn pgoutput_errors_pass_through_unchanged() {
         };
         assert_eq!(first(&expected), first(&actual), "{options:?}");
     }
+}
+
+/// DDL between, inside and around transactions of every shape, run after [`WORKLOAD`] and
+/// `pgbench -i`: each statement's expected event is listed in [`EXPECTED_EVENTS`].
+const DDL_WORKLOAD: &str = r#"
+-- A column added, then used, in the same transaction.
+BEGIN;
+INSERT INTO item VALUES (9100, 'before the column');
+ALTER TABLE item ADD COLUMN extra int;
+INSERT INTO item (id, name, extra) VALUES (9101, 'after the column', 1);
+COMMIT;
+-- A transaction of DDL only: pgoutput sends nothing for it.
+BEGIN;
+CREATE TABLE ddl_only (a int PRIMARY KEY);
+CREATE INDEX item_name ON item (name);
+COMMIT;
+-- DDL in a savepoint rolled back: never sent.
+BEGIN;
+INSERT INTO item VALUES (9102, 'around a savepoint');
+SAVEPOINT a;
+CREATE TABLE gone_small (a int);
+ROLLBACK TO a;
+INSERT INTO item VALUES (9103, 'after the savepoint');
+COMMIT;
+-- A transaction large enough to stream, with DDL among the rows, and a savepoint whose DDL is
+-- streamed before it is rolled back (sent, then undone by a Stream Abort of the subtransaction).
+BEGIN;
+INSERT INTO item SELECT g, repeat('s', 100) FROM generate_series(10000, 12000) g;
+CREATE TABLE in_stream (a int PRIMARY KEY, b text);
+INSERT INTO in_stream SELECT g, 'x' FROM generate_series(1, 100) g;
+SAVEPOINT big;
+CREATE TABLE gone_streamed (a int);
+INSERT INTO item SELECT g, repeat('t', 100) FROM generate_series(13000, 15000) g;
+ROLLBACK TO big;
+ALTER TABLE in_stream ADD COLUMN c int;
+INSERT INTO in_stream (a, b, c) SELECT g, 'y', g FROM generate_series(101, 2000) g;
+COMMIT;
+-- DDL in prepared transactions, one committed, one rolled back (decoded at PREPARE only by
+-- two-phase slots).
+BEGIN;
+CREATE TABLE prepared_t (a int);
+INSERT INTO prepared_t VALUES (1);
+PREPARE TRANSACTION 'ddl_commit';
+COMMIT PREPARED 'ddl_commit';
+BEGIN;
+CREATE TABLE prepared_gone (a int);
+INSERT INTO item VALUES (9104, 'prepared, rolled back');
+PREPARE TRANSACTION 'ddl_rollback';
+ROLLBACK PREPARED 'ddl_rollback';
+"#;
+
+/// Run while `pgbench` runs, in its own session.
+const DDL_DURING_PGBENCH: &str = "
+CREATE TABLE during_bench (a int);
+CREATE INDEX pgbench_history_tid ON pgbench_history (tid);
+ALTER TABLE pgbench_history ADD COLUMN note text;
+COMMENT ON TABLE during_bench IS 'made while pgbench ran';
+";
+
+/// Run between two pgbench runs.
+const DDL_BETWEEN_PGBENCH: &str = "
+DROP TABLE during_bench;
+ALTER TABLE ddl_only RENAME TO ddl_only_renamed;
+";
+
+/// Which decodings carry an event.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Seen {
+    Always,
+    /// Only where the transaction streams: the DDL is sent before its subtransaction aborts.
+    Streaming,
+    /// Only with two_phase: the prepared transaction is decoded at PREPARE.
+    TwoPhase,
+}
+
+/// (command tag, object identity, statement, which decodings): a statement ending in `*` is a
+/// prefix (pgbench's own text).
+const EXPECTED_EVENTS: &[(&str, &str, &str, Seen)] = &[
+    ("CREATE TYPE", "public.mood", "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')", Seen::Always),
+    ("CREATE TABLE", "public.item", "CREATE TABLE item (id int PRIMARY KEY, name text, m mood, payload bytea, at timestamptz)", Seen::Always),
+    ("CREATE TABLE", "public.wide", "CREATE TABLE wide (id int PRIMARY KEY, body text)", Seen::Always),
+    ("ALTER TABLE", "public.wide", "ALTER TABLE wide ALTER COLUMN body SET STORAGE EXTERNAL", Seen::Always),
+    ("CREATE TABLE", "public.full_ident", "CREATE TABLE full_ident (a int, b text)", Seen::Always),
+    ("ALTER TABLE", "public.full_ident", "ALTER TABLE full_ident REPLICA IDENTITY FULL", Seen::Always),
+    ("CREATE TABLE", "public.pgbench_history", "create table pgbench_history(*", Seen::Always),
+    ("CREATE TABLE", "public.pgbench_tellers", "create table pgbench_tellers(*", Seen::Always),
+    ("CREATE TABLE", "public.pgbench_accounts", "create table pgbench_accounts(*", Seen::Always),
+    ("CREATE TABLE", "public.pgbench_branches", "create table pgbench_branches(*", Seen::Always),
+    ("ALTER TABLE", "public.pgbench_branches", "alter table pgbench_branches add primary key (bid)", Seen::Always),
+    ("ALTER TABLE", "public.pgbench_tellers", "alter table pgbench_tellers add primary key (tid)", Seen::Always),
+    ("ALTER TABLE", "public.pgbench_accounts", "alter table pgbench_accounts add primary key (aid)", Seen::Always),
+    ("ALTER TABLE", "public.item", "ALTER TABLE item ADD COLUMN extra int", Seen::Always),
+    ("CREATE TABLE", "public.ddl_only", "CREATE TABLE ddl_only (a int PRIMARY KEY)", Seen::Always),
+    ("CREATE INDEX", "public.item_name", "CREATE INDEX item_name ON item (name)", Seen::Always),
+    ("CREATE TABLE", "public.in_stream", "CREATE TABLE in_stream (a int PRIMARY KEY, b text)", Seen::Always),
+    ("CREATE TABLE", "public.gone_streamed", "CREATE TABLE gone_streamed (a int)", Seen::Streaming),
+    ("ALTER TABLE", "public.in_stream", "ALTER TABLE in_stream ADD COLUMN c int", Seen::Always),
+    ("CREATE TABLE", "public.prepared_t", "CREATE TABLE prepared_t (a int)", Seen::Always),
+    ("CREATE TABLE", "public.prepared_gone", "CREATE TABLE prepared_gone (a int)", Seen::TwoPhase),
+    ("CREATE TABLE", "public.during_bench", "CREATE TABLE during_bench (a int)", Seen::Always),
+    ("CREATE INDEX", "public.pgbench_history_tid", "CREATE INDEX pgbench_history_tid ON pgbench_history (tid)", Seen::Always),
+    ("ALTER TABLE", "public.pgbench_history", "ALTER TABLE pgbench_history ADD COLUMN note text", Seen::Always),
+    ("COMMENT", "public.during_bench", "COMMENT ON TABLE during_bench IS 'made while pgbench ran'", Seen::Always),
+    ("DROP TABLE", "public.during_bench", "DROP TABLE during_bench", Seen::Always),
+    ("ALTER TABLE", "public.ddl_only_renamed", "ALTER TABLE ddl_only RENAME TO ddl_only_renamed", Seen::Always),
+];
+
+/// Transactions of DDL only (each autocommitted DDL statement, the explicit DDL-only one), which
+/// ddl_pgoutput sends and pgoutput skips unless messages are on: 6 in WORKLOAD, 7 of
+/// `pgbench -i` (4 CREATE TABLE, 3 ADD PRIMARY KEY), 1 in DDL_WORKLOAD, 4 during and 2 between
+/// the pgbench runs.
+const DDL_ONLY_TRANSACTIONS: usize = 20;
+
+#[test]
+fn with_ddl_on_ddl_pgoutput_is_pgoutput_plus_ddl_events() {
+    let pg = ddl_publisher("byte-identity-ddl");
+    pg.psql(
+        "postgres",
+        "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    )
+    .expect("publication");
+    pg.psql("postgres", SLOTS).expect("slots");
+
+    let workload = WORKLOAD.replace("CREATE PUBLICATION p FOR ALL TABLES;\n", "");
+    assert_ne!(workload, WORKLOAD, "WORKLOAD no longer creates the publication");
+    pg.psql("postgres", &workload).expect("workload");
+    pgbench(&pg, &["-i", "-s", "1", "-q"]);
+    pg.psql("postgres", DDL_WORKLOAD).expect("DDL workload");
+    let bench = pgbench_command(&pg, &["-t", "200", "-c", "2"])
+        .spawn()
+        .expect("start pgbench");
+    let during = pg.psql("postgres", DDL_DURING_PGBENCH);
+    let bench = bench.wait_with_output().expect("pgbench runs");
+    during.expect("DDL during pgbench");
+    assert!(
+        bench.status.success(),
+        "pgbench failed: {}",
+        String::from_utf8_lossy(&bench.stderr)
+    );
+    pg.psql("postgres", DDL_BETWEEN_PGBENCH)
+        .expect("DDL between pgbench runs");
+    pgbench(&pg, &["-t", "50", "-c", "2", "-n"]);
+
+    for (pair, options) in &option_cases() {
+        let options = options.as_slice();
+        let has = |name: &str| options.iter().any(|(k, v)| *k == name && *v != "false");
+        let proto: u32 = options
+            .iter()
+            .find(|(k, _)| *k == "proto_version")
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap();
+        let streaming = if has("streaming") {
+            Streaming::On
+        } else {
+            Streaming::Off
+        };
+        let ctx = ProtocolContext::new(proto, streaming).unwrap();
+
+        let expected = hex_messages(
+            &peek_hex(&pg, &format!("{pair}_pgoutput"), options).expect("pgoutput decodes"),
+        );
+        let actual = hex_messages(
+            &peek_hex(&pg, &format!("{pair}_ddl"), options).expect("ddl_pgoutput decodes"),
+        );
+        // The options took effect: Stream Start, Begin Prepare, Message.
+        for (option, tag) in [("streaming", b'S'), ("two_phase", b'b'), ("messages", b'M')] {
+            if has(option) {
+                assert!(
+                    expected.iter().any(|m| m[0] == tag),
+                    "{options:?}: no message with tag {:?}",
+                    tag as char
+                );
+            }
+        }
+        // pgoutput itself never sends ddl_sync.events.
+        let plain = strip_ddl_events(&expected, ctx);
+        assert!(
+            plain.events.is_empty() && plain.event_relations == 0 && plain.empty_transactions == 0,
+            "{options:?}: pgoutput's own output has DDL events or empty transactions"
+        );
+
+        let stripped = strip_ddl_events(&actual, ctx);
+        assert!(
+            expected.len() > 1000,
+            "{options:?}: the workload decoded to too little ({} messages)",
+            expected.len()
+        );
+        if let Some(i) = (0..expected.len().max(stripped.kept.len()))
+            .find(|&i| expected.get(i) != stripped.kept.get(i))
+        {
+            panic!(
+                "{options:?}: without its DDL events, ddl_pgoutput differs from pgoutput at \
+                 message {i} of {} (ddl_pgoutput: {} after stripping):\n  pgoutput:     {:?}\n  \
+                 ddl_pgoutput: {:?}",
+                expected.len(),
+                stripped.kept.len(),
+                expected.get(i).map(|m| hex(m)),
+                stripped.kept.get(i).map(|m| hex(m)),
+            );
+        }
+
+        // What was taken out is exactly the workload's DDL, once each, in order.
+        let wanted: Vec<_> = EXPECTED_EVENTS
+            .iter()
+            .filter(|(_, _, _, seen)| match seen {
+                Seen::Always => true,
+                Seen::Streaming => has("streaming"),
+                Seen::TwoPhase => has("two_phase"),
+            })
+            .collect();
+        let got: Vec<_> = stripped
+            .events
+            .iter()
+            .map(|e| (e.tag.as_str(), e.identity.as_str(), e.sql.as_str()))
+            .collect();
+        assert_eq!(
+            got.len(),
+            wanted.len(),
+            "{options:?}: {} DDL events taken out, {} expected:\n{got:#?}",
+            got.len(),
+            wanted.len()
+        );
+        for (i, ((tag, identity, sql), (etag, eidentity, esql, _))) in
+            got.iter().zip(&wanted).enumerate()
+        {
+            let sql_ok = match esql.strip_suffix('*') {
+                Some(prefix) => sql.starts_with(prefix),
+                None => sql == esql,
+            };
+            assert!(
+                (tag, identity) == (etag, eidentity) && sql_ok,
+                "{options:?}: event {i} is ({tag}, {identity}, {sql}), expected ({etag}, \
+                 {eidentity}, {esql})"
+            );
+        }
+        assert!(stripped.event_relations >= 1, "{options:?}: no events Relation");
+        let empty = if has("messages") {
+            0
+        } else {
+            DDL_ONLY_TRANSACTIONS
+        };
+        assert_eq!(
+            stripped.empty_transactions, empty,
+            "{options:?}: DDL-only transactions taken out"
+        );
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
