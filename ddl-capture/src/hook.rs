@@ -18,6 +18,13 @@ pub unsafe fn install() {
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }
 
+/// Whether `node` is a `DROP ... CASCADE` (needed to rewrite a partly temporary DROP).
+unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
+    !node.is_null()
+        && (*node).type_ == pg_sys::NodeTag::T_DropStmt
+        && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
+}
+
 #[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
 #[pg_guard]
 unsafe extern "C-unwind" fn process_utility(
@@ -37,6 +44,7 @@ unsafe extern "C-unwind" fn process_utility(
         location: (*pstmt).stmt_location,
         len: (*pstmt).stmt_len,
         top_level: context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL,
+        cascade: is_drop_cascade((*pstmt).utilityStmt),
         dropped: Vec::new(),
     });
     if request.as_ref().is_none_or(|r| r.run_statement) {

@@ -167,9 +167,18 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
     let mut rows = Vec::new();
-    let scan = pg_sys::table_beginscan_catalog(rel, 0, std::ptr::null_mut());
+    // A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
+    // transaction PostgreSQL allows only these, which check for a concurrent abort.
+    let scan = pg_sys::systable_beginscan(
+        rel,
+        pg_sys::InvalidOid,
+        false,
+        std::ptr::null_mut(),
+        0,
+        std::ptr::null_mut(),
+    );
     loop {
-        let tuple = pg_sys::heap_getnext(scan, pg_sys::ScanDirection::ForwardScanDirection);
+        let tuple = pg_sys::systable_getnext(scan);
         if tuple.is_null() {
             break;
         }
@@ -193,7 +202,7 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
             }),
         });
     }
-    pg_sys::table_endscan(scan);
+    pg_sys::systable_endscan(scan);
     pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     rows
 }

@@ -30,6 +30,8 @@ pub struct Statement {
     pub len: i32,
     /// Sent by the client, not run by a function, DO block or extension script.
     pub top_level: bool,
+    /// A DROP ... CASCADE.
+    pub cascade: bool,
     /// What `sql_drop` reported for it.
     pub dropped: Vec<Dropped>,
 }

@@ -98,6 +98,8 @@ struct Target {
     identity: String,
     object_type: String,
     temporary: bool,
+    /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
+    sql: Option<String>,
 }
 
 unsafe fn capture(tag: &str) {
@@ -111,8 +113,9 @@ unsafe fn capture(tag: &str) {
     };
     // Without the hook (ddl_pgoutput not preloaded) the statement text is unknown: then say so,
     // but only where a publication would have wanted the statement.
-    let (sql, top_level) =
+    let (text, top_level) =
         statement::with_innermost(|s| (statement_text(s), s.top_level)).unwrap_or_default();
+    let sql = target.sql.clone().unwrap_or(text);
     let session = Session::current();
     let forwarded = pg_sys::replorigin_session_origin != 0;
     let mut flags = RecordFlags::TRANSACTIONAL;
@@ -187,27 +190,40 @@ unsafe fn target(tag: &str) -> Option<Target> {
                 schema,
                 identity: row.get(4)?.unwrap_or_default(),
                 object_type: row.get(5)?.unwrap_or_default(),
+                sql: None,
             });
         }
         Ok::<_, pgrx::spi::Error>(found)
     })
     .unwrap_or_else(|e| error!("ddl_sync: cannot read the commands of {tag}: {e}"));
-    created.or_else(|| {
-        statement::with_innermost(|s| {
-            // A statement that drops several objects is captured once; it is temporary only
-            // when everything it dropped was.
-            let first = s.dropped.first()?;
-            Some(Target {
-                class_id: first.class_id,
-                object_id: first.object_id,
-                schema: first.schema.clone(),
-                identity: first.identity.clone(),
-                object_type: first.object_type.clone(),
-                temporary: s.dropped.iter().all(|d| d.temporary),
-            })
-        })
-        .flatten()
+    created.or_else(|| statement::with_innermost(dropped_target).flatten())
+}
+
+/// The target of a DROP, from what `sql_drop` reported. A statement that drops several objects
+/// is captured once, and is temporary only when everything it dropped was.
+fn dropped_target(s: &mut Statement) -> Option<Target> {
+    let permanent: Vec<&Dropped> = s.dropped.iter().filter(|d| !d.temporary).collect();
+    let first = permanent.first().copied().or(s.dropped.first())?;
+    Some(Target {
+        class_id: first.class_id,
+        object_id: first.object_id,
+        schema: first.schema.clone(),
+        identity: first.identity.clone(),
+        object_type: first.object_type.clone(),
+        temporary: permanent.is_empty(),
+        sql: (!permanent.is_empty() && permanent.len() < s.dropped.len())
+            .then(|| partly_temporary_drop(&permanent, s.cascade)),
     })
+}
+
+/// `DROP TABLE kept, tmp` where `tmp` is temporary: the client's text would fail on another node
+/// (no `tmp` there), so the statement is recorded as the drop of its permanent objects alone,
+/// named by their identities (already quoted and schema-qualified by PostgreSQL).
+fn partly_temporary_drop(permanent: &[&Dropped], cascade: bool) -> String {
+    let object_type = permanent[0].object_type.to_uppercase();
+    let names: Vec<&str> = permanent.iter().map(|d| d.identity.as_str()).collect();
+    let behavior = if cascade { " CASCADE" } else { "" };
+    format!("DROP {object_type} {}{behavior}", names.join(", "))
 }
 
 unsafe fn dropped_objects() -> Vec<Dropped> {

@@ -103,6 +103,21 @@ unsafe extern "C-unwind" fn stream_message_cb(
     }
 }
 
+/// Whether the message belongs to a (sub)transaction that is known to have aborted.
+///
+/// While decoding an in-progress (streamed) or prepared transaction, PostgreSQL sets
+/// `CheckXidAlive` to the (sub)transaction of each change, and any catalog access by the plugin
+/// then fails if that transaction has aborted; the reorder buffer catches the failure and stops
+/// streaming the transaction for now. pgoutput does no catalog access for a message, so to keep
+/// the output identical we must not either: the DDL of an aborted subtransaction would be thrown
+/// away by every consumer anyway.
+unsafe fn in_aborted_transaction() -> bool {
+    let xid = pg_sys::CheckXidAlive;
+    xid != pg_sys::InvalidTransactionId
+        && !pg_sys::TransactionIdIsInProgress(xid)
+        && !pg_sys::TransactionIdDidCommit(xid)
+}
+
 /// Turns a `ddl_sync` message into a DDL event when one of the client's publications takes it.
 /// An empty message is the capture's padding (see `ddl-capture`) and carries nothing; a
 /// malformed one is reported and not sent: it is not a DDL statement.
@@ -116,6 +131,9 @@ unsafe fn ddl_event(
     streaming: bool,
 ) {
     if txn.is_null() || size == 0 || CStr::from_ptr(prefix).to_bytes() != RECORD_PREFIX.as_bytes() {
+        return;
+    }
+    if in_aborted_transaction() {
         return;
     }
     let payload = std::slice::from_raw_parts(message.cast::<u8>(), size);

@@ -24,6 +24,11 @@
 //!      current role, session user, database
 //! ```
 //! Nothing may follow the last string.
+//!
+//! An EMPTY `ddl_sync` message is not a record but padding: the capture writes one after each
+//! record, in the same (sub)transaction, so that the record's decoding position never ties with
+//! the next row change (a message is queued at the end of its WAL record, a row change at the
+//! start of its own). Readers skip it.
 
 use std::fmt;
 

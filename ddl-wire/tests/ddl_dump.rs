@@ -1151,3 +1151,25 @@ mod json {
         }
     }
 }
+
+#[test]
+fn the_captures_empty_padding_message_is_not_a_warning() {
+    let mut padding = Vec::new();
+    write_logical_message(
+        None,
+        true,
+        0x16B_3748,
+        c"ddl_sync".into(),
+        b"",
+        &mut padding,
+    )
+    .unwrap();
+    let file = file_of(&[begin(), padding, commit()]);
+    let path = temp_file("padding.recvlogical", &file);
+    let o = run(&[path.to_str().unwrap()], None);
+    assert_no_panic(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("warning"), "{}", stdout(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().count(), 3);
+}

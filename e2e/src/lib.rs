@@ -80,6 +80,8 @@ pub struct Ddl {
     pub search_path: String,
     /// The role.
     pub role: String,
+    /// The session user.
+    pub session_user: String,
     /// The (sub)transaction that ran the statement.
     pub xid: u64,
     /// The LSN of the statement's message.
@@ -97,6 +99,7 @@ impl Ddl {
             top_level: e.top_level,
             search_path: e.search_path.into(),
             role: e.role.into(),
+            session_user: e.session_user.into(),
             xid: e.xid,
             lsn: e.lsn,
         }
@@ -243,7 +246,9 @@ pub fn strip_ddl_events(messages: &[Vec<u8>], ctx: ddl_wire::ProtocolContext) ->
     }
     let mut i = 0;
     while i < kept.len() {
-        if kept[i].first() == Some(&BEGIN_TAG) && kept.get(i + 1).and_then(|m| m.first()) == Some(&COMMIT_TAG) {
+        if kept[i].first() == Some(&BEGIN_TAG)
+            && kept.get(i + 1).and_then(|m| m.first()) == Some(&COMMIT_TAG)
+        {
             out.empty_transactions += 1;
             i += 2;
             continue;
@@ -273,7 +278,15 @@ pub fn pgbench(pg: &Cluster, args: &[&str]) {
 pub fn pgbench_command(pg: &Cluster, args: &[&str]) -> std::process::Command {
     let mut cmd = std::process::Command::new(pg.bin("pgbench"));
     cmd.args(args)
-        .args(["-h", "127.0.0.1", "-p", &pg.port().to_string(), "-U", "postgres", "postgres"])
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &pg.port().to_string(),
+            "-U",
+            "postgres",
+            "postgres",
+        ])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -309,12 +322,20 @@ pub fn ddl_dump() -> std::path::PathBuf {
         let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let out = std::process::Command::new(&cargo)
             .args(["build", "--quiet", "-p", "ddl-wire", "--bin", "ddl-dump"])
-            .args(["--message-format", "json-render-diagnostics", "--manifest-path"])
+            .args([
+                "--message-format",
+                "json-render-diagnostics",
+                "--manifest-path",
+            ])
             .arg(&manifest)
             .stderr(std::process::Stdio::inherit())
             .output()
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", cargo.to_string_lossy()));
-        assert!(out.status.success(), "cargo build of ddl-dump failed ({})", out.status);
+        assert!(
+            out.status.success(),
+            "cargo build of ddl-dump failed ({})",
+            out.status
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         let key = "\"executable\":\"";
         stdout
@@ -329,4 +350,104 @@ pub fn ddl_dump() -> std::path::PathBuf {
             .unwrap_or_else(|| panic!("cargo reported no ddl-dump executable:\n{stdout}"))
     })
     .clone()
+}
+
+/// A psql session kept open across steps, to act while a transaction is in progress (e.g.
+/// wait until a walsender has streamed part of it). psql stops at the first error; the child
+/// is killed when the value is dropped.
+pub struct Session<'a> {
+    pg: &'a Cluster,
+    name: String,
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    step: u32,
+}
+
+impl<'a> Session<'a> {
+    /// Opens a session on database `postgres` whose `application_name` is `name`.
+    pub fn open(pg: &'a Cluster, name: &str) -> Session<'a> {
+        use std::process::Stdio;
+        let mut child = pg
+            .psql_command("postgres")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start psql");
+        let stdin = child.stdin.take();
+        let mut session = Session {
+            pg,
+            name: name.to_string(),
+            child,
+            stdin,
+            step: 0,
+        };
+        session.run(&format!("SET application_name = '{name}';"));
+        session
+    }
+
+    /// Sends `sql` and waits (at most 60 s) until the session has run all of it and waits for
+    /// more (idle, or idle in a transaction).
+    pub fn run(&mut self, sql: &str) {
+        use std::io::Write;
+        self.step += 1;
+        let marker = format!("SELECT 'step {}'", self.step);
+        let stdin = self.stdin.as_mut().expect("session is open");
+        stdin
+            .write_all(format!("{sql}\n{marker};\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("write to psql");
+        let query = format!(
+            "SELECT state FROM pg_stat_activity WHERE application_name = '{}' \
+             AND rtrim(query, ';') = '{}'",
+            self.name,
+            marker.replace('\'', "''")
+        );
+        let what = format!("session {} to run step {}: {sql}", self.name, self.step);
+        wait_for(&what, std::time::Duration::from_secs(60), || {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{what}: psql exited ({status}):\n{}", self.stderr());
+            }
+            match self.pg.psql("postgres", &query) {
+                Ok(state) if state.starts_with("idle") => Ok(()),
+                Ok(state) => Err(format!(
+                    "state {state:?}; sessions: {:?}",
+                    self.pg.psql(
+                        "postgres",
+                        "SELECT application_name, state, query FROM pg_stat_activity \
+                         WHERE backend_type = 'client backend'"
+                    )
+                )),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+    }
+
+    /// Closes psql's input and waits for it to exit successfully.
+    pub fn finish(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().expect("wait for psql");
+        if !status.success() {
+            let err = self.stderr();
+            panic!("session {} failed ({status}): {err}", self.name);
+        }
+    }
+
+    fn stderr(&mut self) -> String {
+        use std::io::Read;
+        let mut text = String::new();
+        if let Some(err) = self.child.stderr.as_mut() {
+            let _ = err.read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! DDL capture on a real publisher: which statements become DDL events, with what text, and
 //! where in the transaction stream they arrive.
 
-use ddl_e2e::{changes, ddl_publisher, ddl_sql, Change};
+use ddl_e2e::{changes, ddl_publisher, ddl_sql, hex_messages, peek_hex, Change, Ddl};
+use ddl_wire::{DdlRecord, Message, ProtocolContext, Streaming};
 
 fn setup(name: &str, ddl: &str) -> ddl_testkit::Cluster {
     let pg = ddl_publisher(name);
@@ -247,4 +248,435 @@ fn ddl_option_adds_the_events_table_and_refuses_configurations_that_would_drop_e
         .unwrap(),
         "2"
     );
+}
+
+/// The DDL events of `slot` for `publications`, in order.
+fn events(pg: &ddl_testkit::Cluster, slot: &str, publications: &str) -> Vec<Ddl> {
+    changes(pg, slot, publications, &[])
+        .into_iter()
+        .filter_map(|c| match c {
+            Change::Ddl(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (command tag, identity, statement) of each event.
+fn summary(events: &[Ddl]) -> Vec<(&str, &str, &str)> {
+    events
+        .iter()
+        .map(|e| (e.tag.as_str(), e.identity.as_str(), e.sql.as_str()))
+        .collect()
+}
+
+/// The contents of the `ddl_sync` logical messages a plain pgoutput slot sees (records, and the
+/// empty padding after each).
+fn ddl_sync_messages(pg: &ddl_testkit::Cluster, slot: &str, publications: &str) -> Vec<Vec<u8>> {
+    let hex = peek_hex(
+        pg,
+        slot,
+        &[
+            ("proto_version", "1"),
+            ("publication_names", publications),
+            ("messages", "true"),
+        ],
+    )
+    .expect("peek");
+    let ctx = ProtocolContext::new(1, Streaming::Off).unwrap();
+    hex_messages(&hex)
+        .iter()
+        .filter_map(
+            |bytes| match Message::parse(bytes, &ctx).expect("a message") {
+                Message::LogicalMessage(m) if m.prefix().as_bytes() == b"ddl_sync" => {
+                    Some(m.content().to_vec())
+                }
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn schema_and_regex_rules_give_each_publication_its_own_ddl() {
+    let pg = ddl_publisher("capture-rules");
+    pg.psql(
+        "postgres",
+        "CREATE SCHEMA app;
+         CREATE SCHEMA audit;
+         -- p1: no DDL, except everything in schema app.
+         CREATE PUBLICATION p1 FOR ALL TABLES WITH (ddl = 'none');
+         SELECT ddl_sync.add_schema_rule('p1', 'app');
+         -- p2: tables and indexes, but nothing whose identity mentions secret, nothing in audit.
+         CREATE PUBLICATION p2 FOR ALL TABLES WITH (ddl = 'table');
+         SELECT ddl_sync.set_publication_ddl('p2', 'table, index', 'exclude identity ~ ''secret''');
+         SELECT ddl_sync.add_schema_rule('p2', 'audit', 'none');
+         SELECT pg_create_logical_replication_slot('s1', 'ddl_pgoutput');
+         SELECT pg_create_logical_replication_slot('s2', 'ddl_pgoutput');
+         SELECT pg_create_logical_replication_slot('raw', 'pgoutput');",
+    )
+    .expect("setup");
+    assert_eq!(
+        pg.psql(
+            "postgres",
+            "SELECT string_agg(publication || ' ' || level || ' ' || coalesce(target, '-') || ' ' \
+                    || ddl || ' ' || coalesce(rules, '-'), '; ' ORDER BY publication, rule)
+               FROM ddl_sync.publication_ddl_config"
+        )
+        .unwrap(),
+        "p1 publication - none -; p1 schema app all -; \
+         p2 publication - table, index exclude identity ~ 'secret'; p2 schema audit none -"
+    );
+    pg.psql(
+        "postgres",
+        "CREATE TABLE app.orders (id int);
+         CREATE TABLE app.secret_keys (k text);
+         CREATE INDEX orders_id ON app.orders (id);
+         CREATE VIEW app.order_ids AS SELECT id FROM app.orders;
+         CREATE TABLE public.plain (a int);
+         CREATE TABLE public.secret_plain (a int);
+         CREATE TABLE audit.log (a int);
+         CREATE INDEX log_a ON audit.log (a);
+         ALTER TABLE app.orders ADD COLUMN note text;",
+    )
+    .expect("workload");
+
+    let create_orders = (
+        "CREATE TABLE",
+        "app.orders",
+        "CREATE TABLE app.orders (id int)",
+    );
+    let secret_keys = (
+        "CREATE TABLE",
+        "app.secret_keys",
+        "CREATE TABLE app.secret_keys (k text)",
+    );
+    let index = (
+        "CREATE INDEX",
+        "app.orders_id",
+        "CREATE INDEX orders_id ON app.orders (id)",
+    );
+    let view = (
+        "CREATE VIEW",
+        "app.order_ids",
+        "CREATE VIEW app.order_ids AS SELECT id FROM app.orders",
+    );
+    let plain = (
+        "CREATE TABLE",
+        "public.plain",
+        "CREATE TABLE public.plain (a int)",
+    );
+    let alter = (
+        "ALTER TABLE",
+        "app.orders",
+        "ALTER TABLE app.orders ADD COLUMN note text",
+    );
+
+    let p1 = events(&pg, "s1", "p1");
+    assert_eq!(
+        summary(&p1),
+        [create_orders, secret_keys, index, view, alter],
+        "p1 takes schema app, every kind"
+    );
+    let p2 = events(&pg, "s2", "p2");
+    assert_eq!(
+        summary(&p2),
+        [create_orders, index, plain, alter],
+        "p2 takes tables and indexes, no secret, nothing in audit"
+    );
+    // A client of both publications gets the union, once each, in order.
+    let both = events(&pg, "s2", "p1,p2");
+    assert_eq!(
+        summary(&both),
+        [create_orders, secret_keys, index, view, plain, alter]
+    );
+    // Statements no publication takes (public.secret_plain, audit.log, log_a) wrote no record.
+    let records: Vec<String> = ddl_sync_messages(&pg, "raw", "p1")
+        .iter()
+        .filter(|m| !m.is_empty())
+        .map(|m| DdlRecord::parse(m).expect("a valid record").sql.to_string())
+        .collect();
+    assert_eq!(
+        records,
+        [
+            create_orders.2,
+            secret_keys.2,
+            index.2,
+            view.2,
+            plain.2,
+            alter.2
+        ]
+    );
+}
+
+#[test]
+fn ddl_run_by_plpgsql_functions_is_nested() {
+    let pg = setup("capture-plpgsql", "all");
+    pg.psql(
+        "postgres",
+        "CREATE FUNCTION make_index() RETURNS void LANGUAGE plpgsql AS $$
+         BEGIN
+             CREATE INDEX fn_static_a ON fn_static (a);
+         END $$;
+         CREATE FUNCTION make_things(n int) RETURNS void LANGUAGE plpgsql AS $$
+         BEGIN
+             CREATE TABLE fn_static (a int);
+             EXECUTE format('CREATE TABLE fn_dynamic_%s (a int)', n);
+             PERFORM make_index();
+         END $$;
+         BEGIN;
+         INSERT INTO t VALUES (1);
+         SELECT make_things(7);
+         INSERT INTO t VALUES (2);
+         COMMIT;",
+    )
+    .expect("workload");
+    let got = changes(&pg, "s", "p", &[]);
+    let ddl: Vec<(&str, &str, bool)> = got
+        .iter()
+        .filter_map(|c| match c {
+            Change::Ddl(d) => Some((d.tag.as_str(), d.identity.as_str(), d.top_level)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ddl,
+        [
+            ("CREATE FUNCTION", "public.make_index()", true),
+            ("CREATE FUNCTION", "public.make_things(integer)", true),
+            ("CREATE TABLE", "public.fn_static", false),
+            ("CREATE TABLE", "public.fn_dynamic_7", false),
+            ("CREATE INDEX", "public.fn_static_a", false),
+        ],
+        "{got:#?}"
+    );
+    let sql = ddl_sql(&got);
+    assert!(
+        sql[0].starts_with("CREATE FUNCTION make_index() RETURNS void"),
+        "{sql:?}"
+    );
+    assert_eq!(
+        sql[2..],
+        [
+            "CREATE TABLE fn_static (a int)",
+            "CREATE TABLE fn_dynamic_7 (a int)",
+            "CREATE INDEX fn_static_a ON fn_static (a)"
+        ]
+    );
+    // The nested DDL sits between the rows of its transaction.
+    let body: Vec<&Change> = got
+        .iter()
+        .skip_while(|c| !matches!(c, Change::Insert { .. }))
+        .collect();
+    assert!(
+        matches!(
+            body.as_slice(),
+            [
+                Change::Insert { .. },
+                Change::Ddl(_),
+                Change::Ddl(_),
+                Change::Ddl(_),
+                Change::Insert { .. },
+                Change::Commit
+            ]
+        ),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn rename_drop_and_comment_are_captured_but_not_temporary_drops() {
+    let pg = setup("capture-rename-drop", "all");
+    pg.psql(
+        "postgres",
+        "CREATE TABLE old_name (a int);
+         ALTER TABLE old_name RENAME TO new_name;
+         ALTER TABLE new_name RENAME COLUMN a TO b;
+         COMMENT ON TABLE new_name IS 'renamed';
+         DROP TABLE new_name;",
+    )
+    .unwrap();
+    // One session: the temporary table lives until its DROP.
+    pg.psql(
+        "postgres",
+        "CREATE TEMP TABLE tmp (a int);
+         INSERT INTO tmp VALUES (1);
+         DROP TABLE tmp;",
+    )
+    .unwrap();
+    pg.psql("postgres", "CREATE TABLE marker (a int)").unwrap();
+    let got = events(&pg, "s", "p");
+    assert_eq!(
+        summary(&got),
+        [
+            (
+                "CREATE TABLE",
+                "public.old_name",
+                "CREATE TABLE old_name (a int)"
+            ),
+            (
+                "ALTER TABLE",
+                "public.new_name",
+                "ALTER TABLE old_name RENAME TO new_name"
+            ),
+            (
+                "ALTER TABLE",
+                "public.new_name.b",
+                "ALTER TABLE new_name RENAME COLUMN a TO b"
+            ),
+            (
+                "COMMENT",
+                "public.new_name",
+                "COMMENT ON TABLE new_name IS 'renamed'"
+            ),
+            ("DROP TABLE", "public.new_name", "DROP TABLE new_name"),
+            (
+                "CREATE TABLE",
+                "public.marker",
+                "CREATE TABLE marker (a int)"
+            ),
+        ]
+    );
+    assert!(got.iter().all(|e| e.kind == "table"), "{got:#?}");
+}
+
+#[test]
+fn a_drop_of_a_permanent_and_a_temporary_table_is_captured_in_either_order() {
+    let pg = setup("capture-mixed-drop", "all");
+    pg.psql(
+        "postgres",
+        "CREATE TABLE perm_a (a int); CREATE TABLE perm_b (a int);",
+    )
+    .unwrap();
+    pg.psql(
+        "postgres",
+        "CREATE TEMP TABLE tmp_a (a int); DROP TABLE tmp_a, perm_a;
+         CREATE TEMP TABLE tmp_b (a int); DROP TABLE perm_b, tmp_b;",
+    )
+    .unwrap();
+    pg.psql("postgres", "CREATE TABLE marker (a int)").unwrap();
+    let drops: Vec<(String, String)> = events(&pg, "s", "p")
+        .into_iter()
+        .filter(|e| e.tag == "DROP TABLE")
+        .map(|e| (e.identity, e.sql))
+        .collect();
+    // Each statement dropped a permanent table: the subscriber must hear of both.
+    assert_eq!(
+        drops.len(),
+        2,
+        "DROP of a permanent and a temporary table: {drops:?}"
+    );
+    assert!(
+        drops
+            .iter()
+            .all(|(identity, _)| identity.starts_with("public.perm_")),
+        "the identity must be the permanent table: {drops:?}"
+    );
+}
+
+#[test]
+fn role_and_search_path_are_recorded() {
+    let pg = ddl_publisher("capture-role");
+    pg.psql(
+        "postgres",
+        "CREATE ROLE alice;
+         CREATE SCHEMA app;
+         GRANT USAGE, CREATE ON SCHEMA app TO alice;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+    )
+    .unwrap();
+    pg.psql(
+        "postgres",
+        "SET ROLE alice;
+         SET search_path = app, public;
+         CREATE TABLE owned (a int);
+         RESET ROLE;
+         CREATE TABLE by_postgres_in_app (a int);
+         RESET search_path;
+         CREATE TABLE by_postgres (a int);",
+    )
+    .unwrap();
+    let got = events(&pg, "s", "p");
+    let seen: Vec<_> = got
+        .iter()
+        .map(|e| {
+            (
+                e.identity.as_str(),
+                e.role.as_str(),
+                e.session_user.as_str(),
+                e.search_path.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("app.owned", "alice", "postgres", "app, public"),
+            (
+                "app.by_postgres_in_app",
+                "postgres",
+                "postgres",
+                "app, public"
+            ),
+            (
+                "public.by_postgres",
+                "postgres",
+                "postgres",
+                "\"$user\", public"
+            ),
+        ]
+    );
+    assert_eq!(
+        pg.psql(
+            "postgres",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'owned'"
+        )
+        .unwrap(),
+        "alice"
+    );
+}
+
+#[test]
+fn no_wal_at_all_for_ddl_no_publication_asks_for() {
+    let pg = ddl_publisher("capture-no-wal");
+    pg.psql(
+        "postgres",
+        "CREATE EXTENSION pg_walinspect;
+         CREATE PUBLICATION q FOR ALL TABLES WITH (ddl = 'index');
+         SELECT pg_create_logical_replication_slot('raw', 'pgoutput');",
+    )
+    .unwrap();
+    let lsn = || {
+        pg.psql("postgres", "SELECT pg_current_wal_insert_lsn()")
+            .unwrap()
+    };
+    let start = lsn();
+    pg.psql("postgres", "CREATE TABLE x (a int)").unwrap();
+    let middle = lsn();
+    pg.psql("postgres", "CREATE INDEX x_a ON x (a)").unwrap();
+    let end = lsn();
+    let logical_messages = |from: &str, to: &str| {
+        pg.psql(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_get_wal_records_info('{from}', '{to}') \
+                 WHERE resource_manager = 'LogicalMessage'"
+            ),
+        )
+        .unwrap()
+    };
+    // CREATE TABLE: no publication takes tables, so no message reached the WAL.
+    assert_eq!(logical_messages(&start, &middle), "0");
+    // CREATE INDEX: its record and the padding after it.
+    assert_eq!(logical_messages(&middle, &end), "2");
+
+    // A plain pgoutput client that asks for messages sees the same.
+    let messages = ddl_sync_messages(&pg, "raw", "q");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    let record = DdlRecord::parse(&messages[0]).expect("a valid record");
+    assert_eq!(
+        (record.command_tag, record.kind, record.sql),
+        ("CREATE INDEX", "index", "CREATE INDEX x_a ON x (a)")
+    );
+    assert!(messages[1].is_empty(), "padding after the record");
 }

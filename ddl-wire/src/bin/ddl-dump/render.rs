@@ -215,7 +215,8 @@ impl Printer {
                 ));
                 fields.push(("lsn", V::Lsn(m.lsn())));
                 fields.push(("prefix", V::Name(m.prefix().to_string())));
-                if m.prefix().as_bytes() == RECORD_PREFIX.as_bytes() {
+                // An empty one is the capture's padding (see the record format), not a record.
+                if m.prefix().as_bytes() == RECORD_PREFIX.as_bytes() && !m.content().is_empty() {
                     match DdlRecord::parse(m.content()) {
                         Ok(record) => ddl = Some(Ddl::Record(record)),
                         Err(e) => {
