@@ -22,6 +22,7 @@ use pgrx::prelude::*;
 pub mod config;
 pub mod kinds;
 mod privilege;
+mod replay;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -42,6 +43,11 @@ extension_sql_file!(
     "../sql/capture.sql",
     name = "capture",
     requires = ["catalog"]
+);
+extension_sql_file!(
+    "../sql/apply.sql",
+    name = "apply",
+    requires = ["catalog", replay::replay]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
@@ -294,6 +300,8 @@ mod tests {
             Some("PRIMARY KEY (origin_sysid, origin_lsn)")
         );
         install_error_of();
+        // The table's own constraints, without the replay trigger (which sets the status).
+        Spi::run("ALTER TABLE ddl_sync.events DISABLE TRIGGER apply_event").expect("disable");
         let insert = |origin_lsn: &str, status: &str| {
             error_of(&format!(
                 "INSERT INTO ddl_sync.events VALUES ('0/10', 7, '{origin_lsn}', 700, true, false,

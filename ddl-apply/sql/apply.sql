@@ -1,0 +1,60 @@
+-- DDL replay on subscribers.
+--
+-- A subscription's apply worker inserts each DDL event into ddl_sync.events like any other row;
+-- this BEFORE INSERT trigger (ENABLE ALWAYS: the worker runs with session_replication_role =
+-- replica) replays the statement in the worker's own transaction, between the rows around it,
+-- and keeps the row as the subscriber's apply log with the outcome.
+
+-- Which subscriptions replay DDL, which kinds, and what a failing statement does:
+-- 'error' (the worker errors and retries the transaction; nothing is lost) or 'skip' (the
+-- statement is rolled back in a subtransaction, the row says why, replication goes on).
+CREATE TABLE ddl_sync.subscription_ddl (
+    subid oid PRIMARY KEY,
+    ddl int4 NOT NULL CHECK (ddl & ~2047 = 0),
+    conflict text NOT NULL DEFAULT 'error' CHECK (conflict IN ('error', 'skip')),
+    rules text CHECK (rules <> '')
+);
+REVOKE ALL ON ddl_sync.subscription_ddl FROM PUBLIC;
+
+CREATE FUNCTION ddl_sync.apply_event()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    outcome record;
+BEGIN
+    -- Only a subscription's apply worker replays: anything else inserting here (a restore,
+    -- a mistaken INSERT) must never run the statement.
+    IF NOT pg_catalog.pg_replication_origin_session_is_setup() THEN
+        NEW.apply_status := 'refused';
+        NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
+        RETURN NEW;
+    END IF;
+    -- The same DDL through a second subscription, or back around a loop: applied once.
+    IF EXISTS (SELECT FROM ddl_sync.events e
+               WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO outcome FROM ddl_sync.replay(
+        NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
+        NEW.search_path, NEW.role_name);
+    NEW.apply_status := outcome.status;
+    NEW.apply_detail := outcome.detail;
+    NEW.apply_adapter := outcome.adapter;
+    NEW.applied_at := pg_catalog.clock_timestamp();
+    NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER apply_event BEFORE INSERT ON ddl_sync.events
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.apply_event();
+ALTER TABLE ddl_sync.events ENABLE ALWAYS TRIGGER apply_event;
+
+-- The subscriber's apply log, readably.
+CREATE VIEW ddl_sync.apply_log AS
+SELECT e.applied_at, e.apply_status AS status, e.command_tag, e.object_identity,
+       e.sql, e.apply_detail AS detail, e.apply_adapter AS adapter, e.apply_duration AS duration,
+       e.role_name, e.origin_sysid, e.origin_lsn
+  FROM ddl_sync.events e
+ ORDER BY e.applied_at, e.origin_lsn;

@@ -1,0 +1,181 @@
+//! The server side of the adapter API: what an adapter may ask of PostgreSQL while it replays.
+
+use crate::replay::statement::{self, Checked};
+use ddl_adapter::{Context, Host, Outcome};
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use std::ffi::{CStr, CString};
+
+/// Runs adapters' requests in the apply worker's transaction.
+pub struct ServerHost<'c> {
+    checked: &'c Checked,
+    /// The user and security context to restore when a role was entered.
+    saved_user: Option<(pg_sys::Oid, i32)>,
+}
+
+impl<'c> ServerHost<'c> {
+    pub fn new(checked: &'c Checked) -> ServerHost<'c> {
+        ServerHost {
+            checked,
+            saved_user: None,
+        }
+    }
+
+    /// Becomes `role` when it exists here and the current user (the subscription owner) may
+    /// become it; otherwise stays, and says why for the row.
+    pub fn enter_role(&mut self, ctx: &mut Context, role: &str) -> Option<String> {
+        if role.is_empty() {
+            return None;
+        }
+        let current = current_user_name();
+        let Ok(name) = CString::new(role) else {
+            return Some(format!("role name is not valid; ran as {current}"));
+        };
+        // SAFETY: catalog lookups and the user switch fmgr makes for SECURITY DEFINER.
+        unsafe {
+            let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
+            if roleid == pg_sys::InvalidOid {
+                return Some(format!(
+                    "role \"{role}\" does not exist here; ran as {current}"
+                ));
+            }
+            if !pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) {
+                return Some(format!(
+                    "{current} may not become role \"{role}\"; ran as {current}"
+                ));
+            }
+            let mut user = pg_sys::InvalidOid;
+            let mut sec = 0;
+            pg_sys::GetUserIdAndSecContext(&mut user, &mut sec);
+            pg_sys::SetUserIdAndSecContext(
+                roleid,
+                sec | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
+            );
+            self.saved_user = Some((user, sec));
+        }
+        ctx.role_switched = true;
+        None
+    }
+
+    /// Back to the subscription owner. (After an ERROR the transaction abort does it.)
+    pub fn leave_role(&mut self) {
+        if let Some((user, sec)) = self.saved_user.take() {
+            // SAFETY: restores what enter_role saved.
+            unsafe { pg_sys::SetUserIdAndSecContext(user, sec) }
+        }
+    }
+}
+
+fn current_user_name() -> String {
+    // SAFETY: a syscache lookup of the current user, which exists.
+    unsafe {
+        let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true);
+        if name.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    }
+}
+
+impl Host for ServerHost<'_> {
+    fn set_setting(&mut self, name: &str, value: &str) -> Result<Option<String>, String> {
+        let previous = Spi::get_one_with_args::<String>(
+            "SELECT pg_catalog.current_setting($1, true)",
+            &[name.into()],
+        )
+        .map_err(|e| e.to_string())?;
+        let previous = match previous {
+            Some(p) => p,
+            // An extension's setting that is not loaded here is a placeholder, which set_config
+            // creates (e.g. babelfishpg_tsql.sql_dialect on stock PostgreSQL).
+            None if name.contains('.') => String::new(),
+            None => return Ok(None),
+        };
+        // is_local: the setting ends with the transaction (or subtransaction) at the latest.
+        Spi::run_with_args(
+            "SELECT pg_catalog.set_config($1, $2, true)",
+            &[name.into(), value.into()],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Some(previous))
+    }
+
+    fn execute(&mut self, sql: &str) -> Outcome {
+        let parsed = match statement::parse_one(sql) {
+            Ok(parsed) => parsed,
+            Err(e) => return Outcome::Fatal(e),
+        };
+        // An adapter may rewrite the text, never turn it into another command.
+        if parsed.tag != self.checked.tag {
+            return Outcome::Fatal(format!(
+                "the adapter turned {} into {}: refused",
+                self.checked.tag, parsed.tag
+            ));
+        }
+        let Ok(text) = CString::new(sql) else {
+            return Outcome::Fatal("the statement contains a NUL byte".into());
+        };
+        // SAFETY: the tree was just parsed from `text` in this call.
+        unsafe {
+            if statement::make_transactional((*parsed.stmt).stmt) {
+                notice!("ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction");
+            }
+            statement::execute(&parsed, &text);
+        }
+        Outcome::Success
+    }
+}
+
+/// Sets search_path for the rest of the transaction and returns the value it had.
+pub fn set_search_path(path: &str) -> String {
+    let previous = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Spi::run_with_args(
+        "SELECT pg_catalog.set_config('search_path', $1, true)",
+        &[path.into()],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot set search_path to {path}: {e}"));
+    previous
+}
+
+/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and becomes a
+/// fatal outcome, as the `skip` conflict policy wants.
+pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
+    // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
+    // subtransaction, and the caller only restores the role it saved before.
+    let f = std::panic::AssertUnwindSafe(f);
+    // SAFETY: the pattern of PL/pgSQL's exception blocks: begin, then release or roll back,
+    // restoring the memory context and resource owner of the caller either way.
+    unsafe {
+        let memory = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(memory);
+        PgTryBuilder::new(|| {
+            let outcome = f();
+            pg_sys::ReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(memory);
+            pg_sys::CurrentResourceOwner = owner;
+            outcome
+        })
+        .catch_others(|error| {
+            pg_sys::MemoryContextSwitchTo(memory);
+            let message = match &error {
+                pg_sys::panic::CaughtError::PostgresError(e)
+                | pg_sys::panic::CaughtError::ErrorReport(e)
+                | pg_sys::panic::CaughtError::RustPanic { ereport: e, .. } => {
+                    e.message().to_string()
+                }
+            };
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(memory);
+            pg_sys::CurrentResourceOwner = owner;
+            Outcome::Fatal(message)
+        })
+        .execute()
+    }
+}

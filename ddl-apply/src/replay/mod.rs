@@ -1,0 +1,213 @@
+//! DDL replay on subscribers: `ddl_sync.replay()`, called by the `apply_event` trigger on
+//! `ddl_sync.events` (see sql/apply.sql) inside a subscription's apply worker.
+//!
+//! Nothing in the row is trusted. The statement is parsed again with this server's parser and
+//! must be exactly one statement whose real kind is the one the row claims, one the subscription
+//! replays (`ddl_sync.subscription_ddl`) and one its rules let through; statements that are
+//! never replicated (global objects, ALTER SYSTEM, ...) are refused whatever the row says. Then
+//! the statement runs with the captured search_path and role (the role only when it exists here
+//! and the subscription owner may become it), through the adapter of its SQL dialect, and every
+//! setting is restored after, also on error.
+
+mod host;
+mod statement;
+mod subscription;
+
+use crate::replay::host::ServerHost;
+use crate::replay::statement::Checked;
+use crate::replay::subscription::{Conflict, Subscription};
+use ddl_adapter::{Adapter, Context, Outcome, Registry};
+use ddl_filter::DdlCandidate;
+use pgrx::prelude::*;
+use std::time::Instant;
+
+/// How the replay of one event ended, as recorded on its row.
+struct Verdict {
+    status: &'static str,
+    detail: Option<String>,
+    adapter: Option<String>,
+}
+
+impl Verdict {
+    fn new(status: &'static str, detail: impl Into<String>) -> Verdict {
+        Verdict {
+            status,
+            detail: Some(detail.into()),
+            adapter: None,
+        }
+    }
+}
+
+/// Replays one DDL event; returns (status, detail, adapter, seconds) for its row.
+#[allow(clippy::too_many_arguments)] // one argument per events column it reads
+#[pg_extern(volatile)]
+fn replay(
+    kind: &str,
+    dialect: &str,
+    command_tag: &str,
+    schema_name: &str,
+    object_identity: &str,
+    sql: &str,
+    search_path: &str,
+    role_name: &str,
+) -> TableIterator<
+    'static,
+    (
+        name!(status, String),
+        name!(detail, Option<String>),
+        name!(adapter, Option<String>),
+        name!(seconds, f64),
+    ),
+> {
+    let started = Instant::now();
+    let event = Event {
+        kind,
+        dialect,
+        command_tag,
+        schema_name,
+        object_identity,
+        sql,
+        search_path,
+        role_name,
+    };
+    let verdict = replay_event(&event);
+    TableIterator::once((
+        verdict.status.to_string(),
+        verdict.detail,
+        verdict.adapter,
+        started.elapsed().as_secs_f64(),
+    ))
+}
+
+/// The columns of an events row that replay reads.
+struct Event<'a> {
+    kind: &'a str,
+    dialect: &'a str,
+    command_tag: &'a str,
+    schema_name: &'a str,
+    object_identity: &'a str,
+    sql: &'a str,
+    search_path: &'a str,
+    role_name: &'a str,
+}
+
+fn replay_event(event: &Event<'_>) -> Verdict {
+    let Some(subscription) = Subscription::of_this_worker() else {
+        return Verdict::new("refused", "not running in a subscription's apply worker");
+    };
+    let Some(config) = subscription.config() else {
+        return Verdict::new(
+            "skipped",
+            format!(
+                "subscription \"{}\" does not replay DDL (see ddl_sync.set_subscription_ddl)",
+                subscription.name
+            ),
+        );
+    };
+    // The statement is read, checked and run with the search_path it ran with; the apply
+    // worker's own (empty) one comes back afterwards, whatever happened.
+    let previous_path = host::set_search_path(event.search_path);
+    let verdict = check_and_run(event, &subscription, &config);
+    host::set_search_path(&previous_path);
+    verdict
+}
+
+fn check_and_run(
+    event: &Event<'_>,
+    subscription: &Subscription,
+    config: &subscription::Config,
+) -> Verdict {
+    let checked = match statement::check(event.sql, event.command_tag, event.kind) {
+        Ok(checked) => checked,
+        Err(reason) => return Verdict::new("refused", reason),
+    };
+    if !config.kinds.contains(checked.kind.kinds()) {
+        return Verdict::new(
+            "refused",
+            format!(
+                "kind {} is not replayed by subscription \"{}\" (ddl = '{}')",
+                checked.kind.token(),
+                subscription.name,
+                config.kinds
+            ),
+        );
+    }
+    let candidate = DdlCandidate {
+        kind: checked.kind,
+        tag: &checked.tag,
+        schema: (!event.schema_name.is_empty()).then_some(event.schema_name),
+        identity: (!event.object_identity.is_empty()).then_some(event.object_identity),
+        sql: event.sql,
+    };
+    if !config.rules.decide(&candidate).replicate() {
+        return Verdict::new("skipped", "excluded by the subscription's rules");
+    }
+    let registry = builtin_adapters();
+    let Some(adapter) = registry.get(event.dialect) else {
+        return Verdict::new(
+            "refused",
+            format!("no adapter for SQL dialect \"{}\"", event.dialect),
+        );
+    };
+    let mut verdict = run(adapter, event, &checked, config.conflict);
+    verdict.adapter = Some(adapter.name().to_string());
+    if verdict.status == "applied" && checked.creates_table() {
+        subscription.register_ready(event.object_identity);
+    }
+    verdict
+}
+
+/// The adapters this library provides; another extension may register its own (later).
+fn builtin_adapters() -> Registry {
+    let mut registry = Registry::new();
+    registry.register(Box::new(ddl_adapter_postgres::PostgresAdapter));
+    registry.register(Box::new(ddl_adapter_tsql::TsqlSimpleAdapter));
+    registry
+}
+
+/// init_context → execute_ddl → cleanup_context, with the subscription's conflict policy.
+fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Conflict) -> Verdict {
+    let mut host = ServerHost::new(checked);
+    let mut ctx = Context {
+        dialect: event.dialect.to_string(),
+        search_path: event.search_path.to_string(),
+        role: event.role_name.to_string(),
+        ..Context::default()
+    };
+    let role_note = host.enter_role(&mut ctx, event.role_name);
+    let mut attempt = || {
+        let mut outcome = adapter.init_context(&mut ctx, &mut host);
+        if outcome.is_success() {
+            outcome = adapter.execute_ddl(&mut ctx, &mut host, event.sql);
+        }
+        outcome.and(adapter.cleanup_context(&mut ctx, &mut host))
+    };
+    let outcome = match conflict {
+        // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
+        // is lost and nothing is applied twice (the replication origin did not advance).
+        Conflict::Error => attempt(),
+        Conflict::Skip => host::in_subtransaction(attempt),
+    };
+    host.leave_role();
+    match outcome {
+        Outcome::Success => Verdict {
+            status: "applied",
+            detail: role_note,
+            adapter: None,
+        },
+        Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
+            error!("ddl_sync: replay of \"{}\" failed: {e}", event.sql)
+        }
+        Outcome::Retryable(e) | Outcome::Fatal(e) => {
+            let detail = match role_note {
+                Some(note) => format!("{e} ({note})"),
+                None => e,
+            };
+            Verdict {
+                status: "failed",
+                detail: Some(detail),
+                adapter: None,
+            }
+        }
+    }
+}

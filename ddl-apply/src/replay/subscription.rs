@@ -1,0 +1,224 @@
+//! The subscription whose apply worker runs the replay, and its DDL configuration.
+
+use crate::privilege::AsCatalogOwner;
+use ddl_filter::{DdlKinds, RuleSet, RuleSetBuilder};
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use std::ffi::CStr;
+
+extern "C-unwind" {
+    // catalog/pg_subscription_rel.h; not in pgrx's bindings.
+    fn AddSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: std::ffi::c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+    fn UpdateSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: std::ffi::c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+}
+
+/// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
+const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
+
+/// What a failing replay does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conflict {
+    /// The apply worker errors and retries.
+    Error,
+    /// Rolled back in a subtransaction; recorded; replication goes on.
+    Skip,
+}
+
+/// A subscription's row of `ddl_sync.subscription_ddl`.
+pub struct Config {
+    pub kinds: DdlKinds,
+    pub conflict: Conflict,
+    pub rules: RuleSet,
+}
+
+pub struct Subscription {
+    pub oid: pg_sys::Oid,
+    pub name: String,
+}
+
+impl Subscription {
+    /// The subscription being applied, from the session's replication origin, which the apply
+    /// worker names `pg_<subscription oid>`.
+    pub fn of_this_worker() -> Option<Subscription> {
+        // SAFETY: reads a backend-local global and the origin catalog.
+        let origin_name = unsafe {
+            let origin = pg_sys::replorigin_session_origin;
+            if origin == 0 {
+                return None;
+            }
+            let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
+            if !pg_sys::replorigin_by_oid(origin, true, &mut name) || name.is_null() {
+                return None;
+            }
+            CStr::from_ptr(name).to_string_lossy().into_owned()
+        };
+        let oid: u32 = origin_name.strip_prefix("pg_")?.parse().ok()?;
+        let oid = pg_sys::Oid::from(oid);
+        let name = Spi::get_one_with_args::<String>(
+            "SELECT subname::text FROM pg_catalog.pg_subscription WHERE oid = $1",
+            &[oid.into()],
+        )
+        .ok()??;
+        Some(Subscription { oid, name })
+    }
+
+    /// Its DDL configuration; `None` when it does not replay DDL.
+    pub fn config(&self) -> Option<Config> {
+        let row = Spi::get_three_with_args::<i32, String, String>(
+            "SELECT ddl, conflict, rules FROM ddl_sync.subscription_ddl WHERE subid = $1",
+            &[self.oid.into()],
+        )
+        .ok()?;
+        let (Some(ddl), Some(conflict), rules) = row else {
+            return None;
+        };
+        let mut builder = RuleSetBuilder::new();
+        if let Some(rules) = &rules {
+            builder.text(rules);
+        }
+        let rules = builder.build().unwrap_or_else(|e| {
+            error!(
+                "ddl_sync: rules of subscription \"{}\" are not readable: {e}",
+                self.name
+            )
+        });
+        Some(Config {
+            kinds: DdlKinds::from_bits_truncate(ddl),
+            conflict: if conflict == "skip" {
+                Conflict::Skip
+            } else {
+                Conflict::Error
+            },
+            rules,
+        })
+    }
+
+    /// Registers a table that replayed DDL created as ready in `pg_subscription_rel`, in the
+    /// same transaction: it was created empty at this exact point of the stream, so there is
+    /// nothing to copy, and every later row for it must be applied (without this, rows arrive
+    /// only after a REFRESH PUBLICATION and the ones before it are lost).
+    pub fn register_ready(&self, identity: &str) {
+        let relid = Spi::get_one_with_args::<pg_sys::Oid>(
+            "SELECT c.oid FROM pg_catalog.pg_class c
+              WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind IN ('r', 'p')
+                AND NOT EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r
+                                 WHERE r.srsubid = $2 AND r.srrelid = c.oid)",
+            &[identity.into(), self.oid.into()],
+        )
+        .ok()
+        .flatten();
+        if let Some(relid) = relid {
+            // SAFETY: inserts a catalog row; the apply worker sees it through invalidation.
+            unsafe {
+                pg_guard_ffi_boundary(|| {
+                    AddSubscriptionRelState(
+                        self.oid,
+                        relid,
+                        READY,
+                        pg_sys::InvalidXLogRecPtr as u64,
+                    )
+                })
+            };
+        }
+    }
+}
+
+/// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules)`: which DDL a subscription
+/// replays and what a failing statement does. Also marks `ddl_sync.events` ready for it: the
+/// table is always empty on publishers, and a table sync of it would lose the DDL sent meanwhile.
+#[pg_extern(volatile)]
+fn set_subscription_ddl(
+    subscription: &str,
+    ddl: &str,
+    conflict: default!(&str, "'error'"),
+    rules: default!(Option<&str>, "NULL"),
+) {
+    let kinds = DdlKinds::parse(ddl).unwrap_or_else(|e| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            e.to_string()
+        );
+    });
+    if !matches!(conflict, "error" | "skip") {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            format!("unknown conflict policy \"{conflict}\" (valid: error, skip)")
+        );
+    }
+    let rules = rules.map(|text| {
+        let mut builder = RuleSetBuilder::new();
+        builder.text(text);
+        builder.build().map(|r| r.to_string()).unwrap_or_else(|e| {
+            ereport!(ERROR, PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, e.to_string());
+        })
+    });
+    let subid = Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT oid FROM pg_catalog.pg_subscription
+          WHERE subname = $1
+            AND subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+        &[subscription.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("subscription \"{subscription}\" does not exist")
+        );
+    });
+    let owner = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.pg_has_role(subowner, 'MEMBER') FROM pg_catalog.pg_subscription WHERE oid = $1",
+        &[subid.into()],
+    );
+    if owner != Ok(Some(true)) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be owner of subscription {subscription}")
+        );
+    }
+    {
+        let _owner = AsCatalogOwner::enter();
+        Spi::run_with_args(
+            "INSERT INTO ddl_sync.subscription_ddl (subid, ddl, conflict, rules) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (subid) DO UPDATE SET ddl = excluded.ddl, conflict = excluded.conflict,
+                                               rules = excluded.rules",
+            &[subid.into(), kinds.bits().into(), conflict.into(), rules.into()],
+        )
+        .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {subscription}: {e}"));
+    }
+    // Ready already, or not in the subscription at all (then nothing to do here).
+    let needs_ready = Spi::get_one_with_args::<bool>(
+        "SELECT srsubstate <> 'r' FROM pg_catalog.pg_subscription_rel
+          WHERE srsubid = $1 AND srrelid = 'ddl_sync.events'::pg_catalog.regclass",
+        &[subid.into()],
+    );
+    if needs_ready == Ok(Some(true)) {
+        let events =
+            Spi::get_one::<pg_sys::Oid>("SELECT 'ddl_sync.events'::pg_catalog.regclass::oid")
+                .ok()
+                .flatten()
+                .expect("ddl_sync.events exists with the extension");
+        // SAFETY: updates one catalog row of this subscription.
+        unsafe {
+            pg_guard_ffi_boundary(|| {
+                UpdateSubscriptionRelState(subid, events, READY, pg_sys::InvalidXLogRecPtr as u64)
+            })
+        };
+    }
+}

@@ -1,0 +1,270 @@
+//! DDL replay on a native subscriber: the statements run inside the apply worker's transaction,
+//! in order with the rows, and nothing a publisher sends can make the subscriber run what it did
+//! not agree to.
+
+use ddl_e2e::{ddl_publisher, wait_for};
+use ddl_testkit::{Cluster, ClusterBuilder};
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Publisher with publication `p` (FOR ALL TABLES, ddl = 'all') on slot `s`; subscriber with
+/// `sub` replaying `ddl` under `conflict`.
+fn pair(name: &str, ddl: &str, conflict: &str) -> (Cluster, Cluster) {
+    let publisher = ddl_publisher(&format!("{name}-pub"));
+    publisher
+        .psql(
+            "postgres",
+            "CREATE TABLE t (id int PRIMARY KEY);
+             CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+             SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+        )
+        .expect("publisher setup");
+    let subscriber = ClusterBuilder::new()
+        .name(&format!("{name}-sub"))
+        .build()
+        .expect("subscriber");
+    subscriber
+        .psql(
+            "postgres",
+            &format!(
+                "CREATE EXTENSION ddl_sync;
+                 CREATE TABLE t (id int PRIMARY KEY);
+                 CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
+                     WITH (create_slot = false, slot_name = 's', copy_data = false, enabled = false);
+                 SELECT ddl_sync.set_subscription_ddl('sub', '{ddl}', '{conflict}');
+                 ALTER SUBSCRIPTION sub ENABLE;",
+                publisher.connstr("postgres")
+            ),
+        )
+        .expect("subscriber setup");
+    (publisher, subscriber)
+}
+
+fn query(pg: &Cluster, sql: &str) -> String {
+    pg.psql("postgres", sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Waits until the subscriber's apply log has `n` rows; returns `status|command_tag|detail` lines.
+fn wait_log(subscriber: &Cluster, publisher: &Cluster, n: usize) -> Vec<String> {
+    wait_for(
+        &format!("{n} rows in the subscriber's apply log"),
+        TIMEOUT,
+        || {
+            let log = subscriber
+                .psql(
+                    "postgres",
+                    "SELECT apply_status || '|' || command_tag || '|' || coalesce(apply_detail, '')
+                   FROM ddl_sync.events ORDER BY origin_lsn",
+                )
+                .map_err(|e| e.to_string())?;
+            let lines: Vec<String> = log.lines().map(str::to_string).collect();
+            if lines.len() >= n {
+                Ok(lines)
+            } else {
+                Err(format!(
+                    "{lines:?}\n{}\n{}",
+                    subscriber.log_tail(20),
+                    publisher.log_tail(5)
+                ))
+            }
+        },
+    )
+}
+
+#[test]
+fn ddl_and_rows_replay_in_order_and_new_tables_get_their_rows() {
+    let (publisher, subscriber) = pair("replay-order", "all", "error");
+    query(
+        &publisher,
+        "BEGIN;
+         INSERT INTO t VALUES (1);
+         ALTER TABLE t ADD COLUMN note text;
+         INSERT INTO t VALUES (2, 'two');
+         COMMIT;
+         CREATE TABLE fresh (id int PRIMARY KEY, v text);
+         INSERT INTO fresh VALUES (1, 'a'), (2, 'b');
+         CREATE INDEX fresh_v ON fresh (v);
+         CREATE SCHEMA app;
+         CREATE TABLE app.items (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text);
+         INSERT INTO app.items (name) VALUES ('x');
+         SET search_path = app, public;
+         ALTER TABLE items RENAME COLUMN name TO title;
+         INSERT INTO items (title) VALUES ('y');",
+    );
+    let log = wait_log(&subscriber, &publisher, 6);
+    assert!(log.iter().all(|l| l.starts_with("applied|")), "{log:#?}");
+    wait_for("rows of the new tables", TIMEOUT, || {
+        let got = query(
+            &subscriber,
+            "SELECT (SELECT string_agg(id || ':' || coalesce(note, '-'), ',' ORDER BY id) FROM t) || ' '
+                 || (SELECT string_agg(v, ',' ORDER BY id) FROM fresh) || ' '
+                 || (SELECT string_agg(title, ',' ORDER BY id) FROM app.items)",
+        );
+        if got == "1:-,2:two a,b x,y" {
+            Ok(())
+        } else {
+            Err(got)
+        }
+    });
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_indexes WHERE indexname = 'fresh_v'"
+        ),
+        "1"
+    );
+}
+
+/// Inserts a hand-made event into the publisher's ddl_sync.events: it travels like any row.
+fn hostile(publisher: &Cluster, n: u32, kind: &str, tag: &str, sql: &str) {
+    query(
+        publisher,
+        &format!(
+            "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
+                 kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
+                 role_name, session_user_name, database_name)
+             VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', 'postgres', '{tag}', 'public',
+                 'public.t', $sql${sql}$sql$, 'public', 'postgres', 'postgres', 'postgres')"
+        ),
+    );
+}
+
+#[test]
+fn hostile_rows_are_refused_with_the_reason_and_replication_goes_on() {
+    let (publisher, subscriber) = pair("replay-hostile", "table, index", "error");
+    hostile(
+        &publisher,
+        1,
+        "table",
+        "DROP TABLE",
+        "DROP TABLE t; CREATE TABLE pwned (a int)",
+    );
+    hostile(
+        &publisher,
+        2,
+        "table",
+        "CREATE TABLE",
+        "CREATE FUNCTION pwned() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    );
+    hostile(
+        &publisher,
+        3,
+        "table",
+        "ALTER SYSTEM",
+        "ALTER SYSTEM SET work_mem = '1GB'",
+    );
+    hostile(
+        &publisher,
+        4,
+        "table",
+        "CREATE ROLE",
+        "CREATE ROLE pwned SUPERUSER",
+    );
+    hostile(
+        &publisher,
+        5,
+        "function",
+        "CREATE FUNCTION",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+    );
+    query(
+        &publisher,
+        "CREATE TABLE after_hostile (id int PRIMARY KEY); INSERT INTO after_hostile VALUES (1);",
+    );
+    let log = wait_log(&subscriber, &publisher, 6);
+    let expect = [
+        ("refused|DROP TABLE|", "holds 2 statements"),
+        (
+            "refused|CREATE TABLE|",
+            "the row claims CREATE TABLE, but the statement is CREATE FUNCTION",
+        ),
+        ("refused|ALTER SYSTEM|", "never replicated"),
+        ("refused|CREATE ROLE|", "never replicated"),
+        (
+            "refused|CREATE FUNCTION|",
+            "kind function is not replayed by subscription \"sub\"",
+        ),
+        ("applied|CREATE TABLE|", ""),
+    ];
+    for (line, (prefix, reason)) in log.iter().zip(expect) {
+        assert!(
+            line.starts_with(prefix) && line.contains(reason),
+            "{line:?} should be {prefix}...{reason}\n{log:#?}"
+        );
+    }
+    wait_for("the row after the hostile events", TIMEOUT, || {
+        let n = query(&subscriber, "SELECT count(*) FROM after_hostile");
+        if n == "1" {
+            Ok(())
+        } else {
+            Err(n)
+        }
+    });
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT (SELECT count(*) FROM pg_class WHERE relname = 't') || ' '
+                 || (SELECT count(*) FROM pg_proc WHERE proname IN ('pwned', 'f')) || ' '
+                 || (SELECT count(*) FROM pg_roles WHERE rolname = 'pwned') || ' '
+                 || current_setting('work_mem')"
+        ),
+        "1 0 0 4MB"
+    );
+}
+
+#[test]
+fn skip_policy_records_the_failure_and_goes_on() {
+    let (publisher, subscriber) = pair("replay-skip", "all", "skip");
+    // The subscriber already has a table the publisher creates: the replay fails there.
+    query(&subscriber, "CREATE TABLE clash (id int PRIMARY KEY)");
+    query(
+        &publisher,
+        "CREATE TABLE clash (id int PRIMARY KEY);
+         CREATE TABLE after_clash (id int PRIMARY KEY);
+         INSERT INTO after_clash VALUES (7);",
+    );
+    let log = wait_log(&subscriber, &publisher, 2);
+    assert!(
+        log[0].starts_with("failed|CREATE TABLE|") && log[0].contains("already exists"),
+        "{log:#?}"
+    );
+    assert!(log[1].starts_with("applied|CREATE TABLE|"), "{log:#?}");
+    wait_for("the row after the failed statement", TIMEOUT, || {
+        let n = query(&subscriber, "SELECT count(*) FROM after_clash");
+        if n == "1" {
+            Ok(())
+        } else {
+            Err(n)
+        }
+    });
+}
+
+#[test]
+fn an_insert_outside_an_apply_worker_replays_nothing() {
+    let subscriber = ClusterBuilder::new()
+        .name("replay-local")
+        .build()
+        .expect("cluster");
+    query(&subscriber, "CREATE EXTENSION ddl_sync");
+    query(
+        &subscriber,
+        "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
+             kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
+             role_name, session_user_name, database_name)
+         VALUES ('0/1', 1, '0/1', 1, true, false, 'table', 'postgres', 'CREATE TABLE', 'public',
+             'public.x', 'CREATE TABLE x (a int)', 'public', 'postgres', 'postgres', 'postgres')",
+    );
+    assert_eq!(
+        query(&subscriber, "SELECT apply_status FROM ddl_sync.events"),
+        "refused"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_class WHERE relname = 'x'"
+        ),
+        "0"
+    );
+}
