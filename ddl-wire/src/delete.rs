@@ -2,7 +2,7 @@
 
 use crate::message::DELETE_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
-use crate::primitive::{stream_xid, PResult};
+use crate::primitive::{read_stream_xid, read_u32, read_u8, stream_xid, PResult};
 use crate::tuple::put_tuple;
 use crate::{Error, ErrorKind, OldTupleKind, ProtocolContext, TupleData, TupleValue};
 
@@ -65,6 +65,29 @@ pub(crate) fn parse<'a>(
     };
     let (rest, tuple) = TupleData::parse(rest, total, DELETE_TAG)?;
     Ok((
+        rest,
+        DeleteBody {
+            xid,
+            rel_id,
+            kind,
+            tuple,
+        },
+    ))
+}
+
+/// [`parse`] without nom, for the common case: `None` where `parse` fails.
+#[inline(always)]
+pub(crate) fn read<'a>(
+    i: &'a [u8],
+    ctx: &ProtocolContext,
+    total: usize,
+) -> Option<(&'a [u8], DeleteBody<'a>)> {
+    let (i, xid) = read_stream_xid(i, ctx)?;
+    let (i, rel_id) = read_u32(i)?;
+    let (i, marker) = read_u8(i)?;
+    let kind = OldTupleKind::from_marker(marker)?;
+    let (rest, tuple) = TupleData::read(i, total, DELETE_TAG)?;
+    Some((
         rest,
         DeleteBody {
             xid,

@@ -2,7 +2,7 @@
 
 use crate::message::INSERT_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
-use crate::primitive::{stream_xid, PResult};
+use crate::primitive::{read_stream_xid, read_u32, read_u8, stream_xid, PResult};
 use crate::tuple::{put_tuple, NEW_TUPLE};
 use crate::{Error, ErrorKind, ProtocolContext, TupleData, TupleValue};
 
@@ -52,6 +52,23 @@ pub(crate) fn parse<'a>(
     }
     let (rest, tuple) = TupleData::parse(rest, total, INSERT_TAG)?;
     Ok((rest, InsertBody { xid, rel_id, tuple }))
+}
+
+/// [`parse`] without nom, for the common case: `None` where `parse` fails.
+#[inline(always)]
+pub(crate) fn read<'a>(
+    i: &'a [u8],
+    ctx: &ProtocolContext,
+    total: usize,
+) -> Option<(&'a [u8], InsertBody<'a>)> {
+    let (i, xid) = read_stream_xid(i, ctx)?;
+    let (i, rel_id) = read_u32(i)?;
+    let (i, marker) = read_u8(i)?;
+    if marker != NEW_TUPLE {
+        return None;
+    }
+    let (rest, tuple) = TupleData::read(i, total, INSERT_TAG)?;
+    Some((rest, InsertBody { xid, rel_id, tuple }))
 }
 
 /// Writes an Insert message (`logicalrep_write_insert`). `xid` is for streamed blocks only.

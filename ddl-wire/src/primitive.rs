@@ -130,6 +130,42 @@ pub(crate) fn stream_xid<'a>(i: &'a [u8], ctx: &ProtocolContext) -> PResult<'a, 
     }
 }
 
+/// The readers below are the nom readers above without nom: `Some` exactly where those
+/// succeed, with the same value and rest. Insert, Update and Delete, most of any stream, are
+/// read with them first (`None` then runs the nom reader for the error): their few fixed fields
+/// cost more through nom's `Result`s, which carry an error kind and offset, than to read.
+#[inline(always)]
+pub(crate) fn read_u8(i: &[u8]) -> Option<(&[u8], u8)> {
+    let (&v, rest) = i.split_first()?;
+    Some((rest, v))
+}
+
+#[inline(always)]
+pub(crate) fn read_u16(i: &[u8]) -> Option<(&[u8], u16)> {
+    let (v, rest) = i.split_first_chunk()?;
+    Some((rest, u16::from_be_bytes(*v)))
+}
+
+#[inline(always)]
+pub(crate) fn read_u32(i: &[u8]) -> Option<(&[u8], u32)> {
+    let (v, rest) = i.split_first_chunk()?;
+    Some((rest, u32::from_be_bytes(*v)))
+}
+
+/// [`stream_xid`] without nom.
+#[inline(always)]
+pub(crate) fn read_stream_xid<'a>(
+    i: &'a [u8],
+    ctx: &ProtocolContext,
+) -> Option<(&'a [u8], Option<u32>)> {
+    if ctx.in_stream() {
+        let (rest, xid) = read_u32(i)?;
+        Some((rest, Some(xid)))
+    } else {
+        Some((i, None))
+    }
+}
+
 pub(crate) fn put_u8(out: &mut Vec<u8>, v: u8) {
     out.push(v);
 }

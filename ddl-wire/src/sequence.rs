@@ -3,9 +3,7 @@
 
 use std::marker::PhantomData;
 
-use nom::bytes::complete::take;
-
-use crate::primitive::{be_u16, put_u16, to_error, PResult};
+use crate::primitive::{be_u16, put_u16, read_u16, to_error, PResult};
 use crate::Error;
 
 /// One item of a counted list, read from the front of its input.
@@ -18,19 +16,33 @@ pub(crate) trait Item<'a>: Sized {
     fn read(i: &'a [u8]) -> Option<(&'a [u8], Self)> {
         Self::parse(i).ok()
     }
+
+    /// Steps over `count` items at the start of `i` and returns how many bytes they take;
+    /// `None` where `parse` would fail on one of them.
+    #[inline]
+    fn skip(i: &'a [u8], count: u16) -> Option<usize> {
+        let mut rest = i;
+        for _ in 0..count {
+            rest = Self::read(rest)?.0;
+        }
+        Some(i.len() - rest.len())
+    }
 }
 
 /// The bytes of a counted list, read again item by item on demand.
 ///
 /// The items have no length prefix, so a parser must step over every one of them to find
 /// where the list ends. [`Sequence::parse`] does exactly that once, which also validates them:
-/// iterating a parsed sequence runs the same item parser over the same bytes.
+/// iterating a parsed sequence reads the same items from the same bytes, and cannot fail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sequence<'a, T> {
-    remaining: u16,
     rest: &'a [u8],
-    /// Offset, in the message, of the end of `rest`: error offsets are computed from it.
-    end: usize,
+    /// Offset, in the message, of the end of `rest`, for the error of an item that does not
+    /// read. Parsing has read every item, so no such error comes from a parsed message; a u32
+    /// keeps the sequence (and so every message holding one) 8 bytes smaller, and saturates on
+    /// a buffer of 4 GiB or more, which no PostgreSQL sends (its messages stay under 1 GiB).
+    end: u32,
+    remaining: u16,
     tag: u8,
     item: PhantomData<T>,
 }
@@ -40,25 +52,45 @@ impl<'a, T: Item<'a>> Sequence<'a, T> {
     /// is a suffix of, and `tag` the message type, both for error reports.
     #[inline]
     pub(crate) fn parse(i: &'a [u8], total: usize, tag: u8) -> PResult<'a, Self> {
+        match Sequence::read(i, total, tag) {
+            Some(parsed) => Ok(parsed),
+            None => Sequence::parse_for_error(i, total, tag),
+        }
+    }
+
+    /// [`parse`](Sequence::parse) without nom: `None` where `parse` fails.
+    #[inline(always)]
+    pub(crate) fn read(i: &'a [u8], total: usize, tag: u8) -> Option<(&'a [u8], Self)> {
+        let (start, count) = read_u16(i)?;
+        let (bytes, after) = start.split_at_checked(T::skip(start, count)?)?;
+        Some((after, Sequence::new(bytes, count, total, after, tag)))
+    }
+
+    /// Steps over the items with `T::parse`, which says where and why one is wrong.
+    #[cold]
+    #[inline(never)]
+    fn parse_for_error(i: &'a [u8], total: usize, tag: u8) -> PResult<'a, Self> {
         let (start, count) = be_u16(i)?;
         let mut after = start;
         for _ in 0..count {
-            after = match T::read(after) {
-                Some((rest, _)) => rest,
-                None => T::parse(after)?.0,
-            };
+            after = T::parse(after)?.0;
         }
-        let (after, bytes) = take(start.len().saturating_sub(after.len()))(start)?;
-        Ok((
-            after,
-            Sequence {
-                remaining: count,
-                rest: bytes,
-                end: total.saturating_sub(after.len()),
-                tag,
-                item: PhantomData,
-            },
-        ))
+        let bytes = start
+            .get(..start.len().saturating_sub(after.len()))
+            .unwrap_or_default();
+        Ok((after, Sequence::new(bytes, count, total, after, tag)))
+    }
+
+    #[inline(always)]
+    fn new(bytes: &'a [u8], count: u16, total: usize, after: &[u8], tag: u8) -> Self {
+        let end = total.saturating_sub(after.len());
+        Sequence {
+            rest: bytes,
+            end: u32::try_from(end).unwrap_or(u32::MAX),
+            remaining: count,
+            tag,
+            item: PhantomData,
+        }
     }
 
     #[inline]
@@ -66,25 +98,37 @@ impl<'a, T: Item<'a>> Sequence<'a, T> {
         if self.remaining == 0 {
             return None;
         }
-        if let Some((rest, item)) = T::read(self.rest) {
-            self.rest = rest;
-            self.remaining -= 1;
-            return Some(Ok(item));
-        }
-        match T::parse(self.rest) {
-            Ok((rest, item)) => {
+        match T::read(self.rest) {
+            Some((rest, item)) => {
                 self.rest = rest;
                 self.remaining -= 1;
                 Some(Ok(item))
             }
+            None => Some(self.parse_item()),
+        }
+    }
+
+    /// The next item by `T::parse`, for its error. Parsing read every item of the sequence, so
+    /// for a parsed message this is never reached.
+    #[cold]
+    #[inline(never)]
+    fn parse_item(&mut self) -> Result<T, Error> {
+        match T::parse(self.rest) {
+            Ok((rest, item)) => {
+                self.rest = rest;
+                self.remaining -= 1;
+                Ok(item)
+            }
             Err(e) => {
                 // Nothing after a bad item can be found: stop there.
                 self.remaining = 0;
-                Some(Err(to_error(e, self.end, Some(self.tag))))
+                let end = usize::try_from(self.end).unwrap_or(usize::MAX);
+                Err(to_error(e, end, Some(self.tag)))
             }
         }
     }
 
+    #[inline]
     pub(crate) fn remaining(&self) -> usize {
         usize::from(self.remaining)
     }

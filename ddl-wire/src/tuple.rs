@@ -26,20 +26,27 @@ pub enum TupleValue<'a> {
     Binary(&'a [u8]),
 }
 
+/// How many bytes start a column value, by its kind byte: the kind and an Int32 length for
+/// text and binary, the kind alone for NULL and unchanged TOAST, 0 for a byte that is no kind.
+/// One load instead of a four-way branch on the kind, for every value of every change.
+static HEADER_LEN: [u8; 256] = {
+    let mut len = [0; 256];
+    len[b't' as usize] = 5;
+    len[b'b' as usize] = 5;
+    len[b'n' as usize] = 1;
+    len[b'u' as usize] = 1;
+    len
+};
+
 impl<'a> Item<'a> for TupleValue<'a> {
     #[inline(always)]
     fn read(i: &'a [u8]) -> Option<(&'a [u8], Self)> {
         let (&kind, rest) = i.split_first()?;
-        match kind {
-            b'n' => Some((rest, TupleValue::Null)),
-            b'u' => Some((rest, TupleValue::UnchangedToast)),
-            b't' | b'b' => {
+        match HEADER_LEN[usize::from(kind)] {
+            5 => {
                 let (len, rest) = rest.split_first_chunk::<4>()?;
                 let len = usize::try_from(i32::from_be_bytes(*len)).ok()?;
-                if rest.len() < len {
-                    return None;
-                }
-                let (bytes, rest) = rest.split_at(len);
+                let (bytes, rest) = rest.split_at_checked(len)?;
                 let value = if kind == b't' {
                     TupleValue::Text(bytes)
                 } else {
@@ -47,8 +54,48 @@ impl<'a> Item<'a> for TupleValue<'a> {
                 };
                 Some((rest, value))
             }
+            1 => {
+                let value = if kind == b'n' {
+                    TupleValue::Null
+                } else {
+                    TupleValue::UnchangedToast
+                };
+                Some((rest, value))
+            }
             _ => None,
         }
+    }
+
+    /// Every value of every change is stepped over here while the message is parsed, so this
+    /// only moves a position. Where five bytes are left, one bounds check covers a kind and a
+    /// length; a value that runs past the end moves the position past it, where `get` finds
+    /// nothing. The last values, in fewer than five bytes (NULLs that end a row), go through
+    /// `read`.
+    #[inline(always)]
+    fn skip(i: &'a [u8], count: u16) -> Option<usize> {
+        let mut at = 0usize;
+        let mut left = count;
+        // `at < five_left` is `at + 5 <= i.len()`, without an overflow to think about.
+        let five_left = i.len().saturating_sub(4);
+        while left > 0 && at < five_left {
+            let Some(&[kind, l0, l1, l2, l3]) = i.get(at..at + 5) else {
+                break;
+            };
+            match HEADER_LEN[usize::from(kind)] {
+                5 => {
+                    let len = usize::try_from(i32::from_be_bytes([l0, l1, l2, l3])).ok()?;
+                    at = (at + 5).checked_add(len)?;
+                }
+                1 => at += 1,
+                _ => return None,
+            }
+            left -= 1;
+        }
+        let mut rest = i.get(at..)?;
+        for _ in 0..left {
+            rest = Self::read(rest)?.0;
+        }
+        Some(i.len() - rest.len())
     }
 
     fn parse(i: &'a [u8]) -> PResult<'a, Self> {
@@ -78,6 +125,13 @@ impl<'a> TupleData<'a> {
         map(|i| Sequence::parse(i, total, tag), TupleData)(i)
     }
 
+    /// [`parse`](TupleData::parse) without nom: `None` where `parse` fails.
+    #[inline(always)]
+    pub(crate) fn read(i: &'a [u8], total: usize, tag: u8) -> Option<(&'a [u8], TupleData<'a>)> {
+        let (rest, values) = Sequence::read(i, total, tag)?;
+        Some((rest, TupleData(values)))
+    }
+
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         self.0.encode(out);
     }
@@ -86,6 +140,7 @@ impl<'a> TupleData<'a> {
 impl<'a> Iterator for TupleData<'a> {
     type Item = Result<TupleValue<'a>, Error>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next_item()
     }

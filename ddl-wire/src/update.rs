@@ -2,7 +2,7 @@
 
 use crate::message::UPDATE_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
-use crate::primitive::{stream_xid, PResult};
+use crate::primitive::{read_stream_xid, read_u32, read_u8, stream_xid, PResult};
 use crate::tuple::{put_tuple, NEW_TUPLE};
 use crate::{Error, ErrorKind, OldTupleKind, ProtocolContext, TupleData, TupleValue};
 
@@ -91,6 +91,37 @@ pub(crate) fn parse<'a>(
     }
     let (rest, new_tuple) = TupleData::parse(rest, total, UPDATE_TAG)?;
     Ok((
+        rest,
+        UpdateBody {
+            xid,
+            rel_id,
+            old,
+            new_tuple,
+        },
+    ))
+}
+
+/// [`parse`] without nom, for the common case: `None` where `parse` fails.
+#[inline(always)]
+pub(crate) fn read<'a>(
+    i: &'a [u8],
+    ctx: &ProtocolContext,
+    total: usize,
+) -> Option<(&'a [u8], UpdateBody<'a>)> {
+    let (i, xid) = read_stream_xid(i, ctx)?;
+    let (i, rel_id) = read_u32(i)?;
+    let (mut i, mut marker) = read_u8(i)?;
+    let mut old = None;
+    if let Some(kind) = OldTupleKind::from_marker(marker) {
+        let (after_old, tuple) = TupleData::read(i, total, UPDATE_TAG)?;
+        old = Some((kind, tuple));
+        (i, marker) = read_u8(after_old)?;
+    }
+    if marker != NEW_TUPLE {
+        return None;
+    }
+    let (rest, new_tuple) = TupleData::read(i, total, UPDATE_TAG)?;
+    Some((
         rest,
         UpdateBody {
             xid,
