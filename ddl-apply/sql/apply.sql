@@ -30,14 +30,18 @@ BEGIN
         NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
         RETURN NEW;
     END IF;
-    -- The same DDL through a second subscription, or back around a loop: applied once.
+    -- DDL that started here and came back around a cycle: already applied, by its author.
+    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system()) THEN
+        RETURN NULL;
+    END IF;
+    -- The same DDL through a second subscription: applied once.
     IF EXISTS (SELECT FROM ddl_sync.events e
                WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO outcome FROM ddl_sync.replay(
         NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
-        NEW.search_path, NEW.role_name);
+        NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text);
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;

@@ -126,6 +126,12 @@ unsafe fn capture(tag: &str) {
         flags = flags | RecordFlags::FORWARDED;
     }
     let sysid = pg_sys::GetSystemIdentifier();
+    // Replayed by ddl_sync's apply trigger: keep the key of the node where it first ran.
+    let (original_sysid, original_lsn) = if forwarded {
+        replay_origin().unwrap_or((sysid, 0))
+    } else {
+        (sysid, 0)
+    };
     let namespace_id = if target.class_id == u32::from(pg_sys::NamespaceRelationId) {
         target.object_id
     } else {
@@ -140,8 +146,8 @@ unsafe fn capture(tag: &str) {
         namespace_id,
         origin: RecordOrigin {
             capturing_sysid: sysid,
-            original_sysid: sysid,
-            original_lsn: 0,
+            original_sysid,
+            original_lsn,
         },
         dialect: &session.dialect,
         command_tag: tag,
@@ -250,6 +256,21 @@ unsafe fn dropped_objects() -> Vec<Dropped> {
         Ok::<_, pgrx::spi::Error>(out)
     })
     .unwrap_or_else(|e| error!("ddl_sync: cannot read the dropped objects: {e}"))
+}
+
+/// `ddl_sync.replay_origin`, `"<system identifier> <LSN>"`, set by the `ddl_sync` extension
+/// while it replays a statement that came from another node.
+unsafe fn replay_origin() -> Option<(u64, u64)> {
+    let value = pg_sys::GetConfigOption(c"ddl_sync.replay_origin".as_ptr(), true, false);
+    if value.is_null() {
+        return None;
+    }
+    let text = CStr::from_ptr(value).to_str().ok()?;
+    let (sysid, lsn) = text.split_once(' ')?;
+    let (hi, lo) = lsn.split_once('/')?;
+    let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
+        | u64::from(u32::from_str_radix(lo, 16).ok()?);
+    Some((sysid.parse::<i64>().ok()? as u64, lsn))
 }
 
 /// Schemas whose objects are never replicated: they are the server's own or session-local.

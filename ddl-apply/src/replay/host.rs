@@ -142,6 +142,16 @@ pub fn set_search_path(path: &str) -> String {
     previous
 }
 
+/// Sets `ddl_sync.replay_origin` (read by the capture in ddl_pgoutput.so) until the end of the
+/// transaction at the latest; empty while nothing is being replayed.
+pub fn set_replay_origin(origin: &str) {
+    Spi::run_with_args(
+        "SELECT pg_catalog.set_config('ddl_sync.replay_origin', $1, true)",
+        &[origin.into()],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot set ddl_sync.replay_origin: {e}"));
+}
+
 /// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and becomes a
 /// fatal outcome, as the `skip` conflict policy wants.
 pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {

@@ -50,6 +50,8 @@ fn replay(
     sql: &str,
     search_path: &str,
     role_name: &str,
+    origin_sysid: i64,
+    origin_lsn: &str,
 ) -> TableIterator<
     'static,
     (
@@ -69,6 +71,7 @@ fn replay(
         sql,
         search_path,
         role_name,
+        origin: format!("{origin_sysid} {origin_lsn}"),
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -89,6 +92,8 @@ struct Event<'a> {
     sql: &'a str,
     search_path: &'a str,
     role_name: &'a str,
+    /// `"<system identifier> <LSN>"` of the node where the statement first ran.
+    origin: String,
 }
 
 fn replay_event(event: &Event<'_>) -> Verdict {
@@ -107,7 +112,11 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     // The statement is read, checked and run with the search_path it ran with; the apply
     // worker's own (empty) one comes back afterwards, whatever happened.
     let previous_path = host::set_search_path(event.search_path);
+    // The capture (when this node publishes DDL too) records the statement as forwarded, with
+    // the origin it came from, so the next node of a cascade keys it the same way.
+    host::set_replay_origin(&event.origin);
     let verdict = check_and_run(event, &subscription, &config);
+    host::set_replay_origin("");
     host::set_search_path(&previous_path);
     verdict
 }
