@@ -12,6 +12,8 @@
 //! cargo xtask install [--debug]     build and install into the PostgreSQL of pg_config
 //! cargo xtask golden [--check]      capture pgoutput fixtures from a throwaway PostgreSQL 15
 //! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
+//! cargo xtask bench decode          ddl_pgoutput against pgoutput on the same WAL -> BENCHMARKS.md
+//! cargo xtask bench capture         DDL latency and TPS with the capture hook -> BENCHMARKS.md
 //! ```
 
 mod bench;
@@ -29,7 +31,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <setup|test|package|install [--debug]|golden [--check]|bench wire>";
+    "usage: cargo xtask <setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture>>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -15,6 +15,7 @@
 //! cargo xtask bench wire [--runs N] [--recapture]
 //! ```
 
+use super::{bench_dir, positive, write_section, Machine};
 use crate::cmd::Cmd;
 use crate::{project_root, setup, Result};
 use ddl_testkit::{Cluster, ClusterBuilder};
@@ -45,32 +46,19 @@ const SLOT_V2: &str = "bench_v2";
 const SECTION: &str = "## Wire";
 
 pub fn run(args: &[&str]) -> Result {
-    match args {
-        ["wire", rest @ ..] => wire(rest),
-        _ => Err(USAGE.to_string()),
-    }
-}
-
-fn wire(args: &[&str]) -> Result {
     let mut runs = "10".to_string();
     let mut recapture = false;
     let mut args = args.iter();
     while let Some(&arg) = args.next() {
         match arg {
-            "--runs" => {
-                runs = args.next().ok_or(USAGE)?.to_string();
-                if !runs.parse::<u32>().is_ok_and(|n| n > 0) {
-                    return Err(format!("--runs needs a positive number\n{USAGE}"));
-                }
-            }
+            "--runs" => runs = positive(args.next(), "--runs", USAGE)?.to_string(),
             "--recapture" => recapture = true,
             _ => return Err(USAGE.to_string()),
         }
     }
 
     let root = project_root();
-    let dir = root.join("target/bench");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let dir = bench_dir()?;
     let paths = CapturePaths::new(&dir);
     let stream = match (recapture, paths.cached()) {
         (false, Some(meta)) => {
@@ -106,13 +94,7 @@ fn wire(args: &[&str]) -> Result {
     let figures = std::fs::read_to_string(&results)
         .map_err(|e| format!("cannot read {}: {e}", results.display()))?;
 
-    let section = wire_section(&stream, &figures, &runs);
-    let path = root.join("BENCHMARKS.md");
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    std::fs::write(&path, replace_section(&old, SECTION, &section))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("bench: wrote the `{SECTION}` section of {}", path.display());
-    Ok(())
+    write_section(SECTION, &wire_section(&stream, &figures, &runs))
 }
 
 /// The capture files and their meta file, which is written last: a capture that stopped halfway
@@ -417,25 +399,7 @@ fn copy_binary_to_frames(mut input: impl Read, out: &mut impl Write) -> Result<(
 
 /// The `## Wire` section: how and where the figures were made, then the figures.
 fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
-    let date = Cmd::new("date")
-        .args(["-u", "+%Y-%m-%d"])
-        .probe()
-        .unwrap_or_default();
-    let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("model name")?
-                    .split_once(':')
-                    .map(|(_, m)| m.trim().to_string())
-            })
-        })
-        .unwrap_or_else(|| "unknown CPU".to_string());
-    let rustc = Cmd::new("rustc")
-        .args(["--version"])
-        .probe()
-        .unwrap_or_default();
+    let machine = Machine::describe();
     format!(
         "{SECTION}\n\n\
          Reproduce with `cargo xtask bench wire` (add `--recapture` to make a new stream). It \
@@ -443,7 +407,7 @@ fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
          none, builds `bench/` (crate `ddl-bench`) in release mode with tracing compiled out, and \
          rewrites this section. What is compared and why these versions: `bench/README.md`.\n\n\
          - Date: {date}\n\
-         - Machine: {nproc} CPUs (nproc), {cpu}; {rustc}\n\
+         - Machine: {machine}\n\
          - Server: {server}\n\
          - Stream: {workload}. Two `pgoutput` slots decode the same WAL: `v1` with \
          `proto_version 1` ({v1:.1} MB file), `v2-streaming` with `proto_version 2, streaming on` \
@@ -455,6 +419,8 @@ fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
          excluded, 1 MB = 10^6 bytes) over the best pass. elefant-client reads protocol 1 only, \
          so it runs on `v1` alone.\n\n\
          {figures}",
+        date = machine.date,
+        machine = machine.line(),
         server = stream.server,
         workload = workload_description(),
         v1 = stream.v1_len as f64 / 1e6,
@@ -463,69 +429,9 @@ fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
     ) + "\n"
 }
 
-/// `doc` with the level-2 section titled `heading` replaced by `section` (which starts with that
-/// heading), or with `section` appended when there is none; a new file gets a short header.
-fn replace_section(doc: &str, heading: &str, section: &str) -> String {
-    if doc.trim().is_empty() {
-        return format!(
-            "# Benchmarks\n\nEach section is written by the `cargo xtask bench` command it names; \
-             rerun that command to update it. Figures depend on the machine: compare ratios, not \
-             absolute numbers, across machines.\n\n{section}"
-        );
-    }
-    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
-    let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
-        let sep = if doc.ends_with("\n\n") {
-            ""
-        } else if doc.ends_with('\n') {
-            "\n"
-        } else {
-            "\n\n"
-        };
-        return format!("{doc}{sep}{section}");
-    };
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| l.starts_with("## "))
-        .map_or(lines.len(), |i| start + 1 + i);
-    let mut out: String = lines[..start].concat();
-    out.push_str(section);
-    if end < lines.len() {
-        out.push('\n');
-        out.push_str(&lines[end..].concat());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sections_are_replaced_in_place_and_others_kept() {
-        let new = "## Wire\n\nnew\n";
-        assert!(replace_section("", "## Wire", new).ends_with("\n\n## Wire\n\nnew\n"));
-        let doc = "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nold\nold\n\n## Zed\n\nz\n";
-        assert_eq!(
-            replace_section(doc, "## Wire", new),
-            "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nnew\n\n## Zed\n\nz\n"
-        );
-        let last = "# B\n\n## Wire\n\nold\n";
-        assert_eq!(
-            replace_section(last, "## Wire", new),
-            "# B\n\n## Wire\n\nnew\n"
-        );
-        assert_eq!(
-            replace_section("# B\n", "## Wire", new),
-            "# B\n\n## Wire\n\nnew\n"
-        );
-        // A level-3 heading inside the section belongs to it.
-        let nested = "## Wire\n\n### detail\nold\n## Next\n";
-        assert_eq!(
-            replace_section(nested, "## Wire", new),
-            "## Wire\n\nnew\n\n## Next\n"
-        );
-    }
 
     #[test]
     fn binary_copy_becomes_frames() {

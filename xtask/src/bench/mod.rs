@@ -1,0 +1,322 @@
+//! `cargo xtask bench <wire|decode|capture>`: each command measures one thing and rewrites its
+//! own section of BENCHMARKS.md (the other sections are kept as they are).
+//!
+//! ```text
+//! cargo xtask bench wire [--runs N] [--recapture]        ddl-wire against other pgoutput parsers
+//! cargo xtask bench decode [--runs N] [--transactions N] ddl_pgoutput against pgoutput, same WAL
+//! cargo xtask bench capture [--runs N] [--seconds S]     DDL latency and TPS with the capture hook
+//! ```
+//!
+//! What every section holds: the date, the machine, the server, the workload, the method, the
+//! figures, the ratios against the targets, and the command that reproduces it. The helpers
+//! shared by the commands live here: the machine's description, the section rewriting, pgbench.
+
+mod capture;
+mod decode;
+mod wire;
+
+use crate::cmd::Cmd;
+use crate::{project_root, setup, Result};
+use ddl_testkit::Cluster;
+use std::path::{Path, PathBuf};
+
+const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture> [options]";
+
+pub fn run(args: &[&str]) -> Result {
+    match args {
+        ["wire", rest @ ..] => wire::run(rest),
+        ["decode", rest @ ..] => decode::run(rest),
+        ["capture", rest @ ..] => capture::run(rest),
+        _ => Err(USAGE.to_string()),
+    }
+}
+
+/// Where the benchmarks keep their files (`target/bench/`), made when missing.
+fn bench_dir() -> Result<PathBuf> {
+    let dir = project_root().join("target/bench");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Fails unless the installed `ddl_pgoutput.so` is the release build of this tree: call it once
+/// the clusters have started (they loaded the library then). `cargo xtask test` installs debug
+/// builds into the same directory, and a benchmark of those would mean nothing.
+fn check_release_installed() -> Result {
+    let built = project_root().join("target/release/libddl_pgoutput.so");
+    let pkglibdir = Cmd::new(setup::pg_config()).args(["--pkglibdir"]).read()?;
+    let installed = Path::new(&pkglibdir).join("ddl_pgoutput.so");
+    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+    if read(&built)? != read(&installed)? {
+        return Err(format!(
+            "{} is not the release build {} (did something install another build meanwhile?)",
+            installed.display(),
+            built.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The value after a `--runs`-like flag: a positive number.
+fn positive(value: Option<&&str>, flag: &str, usage: &str) -> Result<u32> {
+    value
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{flag} needs a positive number\n{usage}"))
+}
+
+/// Where and when the figures were made.
+struct Machine {
+    /// UTC, `YYYY-MM-DD`.
+    date: String,
+    nproc: usize,
+    cpu: String,
+    rustc: String,
+}
+
+impl Machine {
+    fn describe() -> Machine {
+        let date = Cmd::new("date")
+            .args(["-u", "+%Y-%m-%d"])
+            .probe()
+            .unwrap_or_default();
+        let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines().find_map(|l| {
+                    l.strip_prefix("model name")?
+                        .split_once(':')
+                        .map(|(_, m)| m.trim().to_string())
+                })
+            })
+            .unwrap_or_else(|| "unknown CPU".to_string());
+        let rustc = Cmd::new("rustc")
+            .args(["--version"])
+            .probe()
+            .unwrap_or_default();
+        Machine {
+            date,
+            nproc,
+            cpu,
+            rustc,
+        }
+    }
+
+    /// `2 CPUs (nproc), <model name>; rustc ...`.
+    fn line(&self) -> String {
+        format!("{} CPUs (nproc), {}; {}", self.nproc, self.cpu, self.rustc)
+    }
+}
+
+/// How idle the CPUs were over `window` (from /proc/stat), in percent, to show that nothing
+/// else ran: call it when the clusters are ready and before the measurements.
+fn cpu_idle(window: std::time::Duration) -> Result<f64> {
+    /// (idle + iowait, total) jiffies of the `cpu` line.
+    fn read() -> Result<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat")
+            .map_err(|e| format!("cannot read /proc/stat: {e}"))?;
+        let fields: Vec<u64> = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu "))
+            .ok_or("no cpu line in /proc/stat")?
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect();
+        let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal (guest time is inside user/nice).
+        Ok((idle, fields.iter().take(8).sum()))
+    }
+    let (idle0, total0) = read()?;
+    std::thread::sleep(window);
+    let (idle1, total1) = read()?;
+    let total = total1.saturating_sub(total0).max(1);
+    Ok(100.0 * idle1.saturating_sub(idle0) as f64 / total as f64)
+}
+
+/// Prints and returns how idle the machine is, warning when it is busy.
+fn quiet_check() -> Result<f64> {
+    let idle = cpu_idle(std::time::Duration::from_secs(3))?;
+    println!("bench: CPUs {idle:.0}% idle over 3 s before the measurements");
+    if idle < 90.0 {
+        println!(
+            "bench: WARNING: something else is using the CPUs; the figures will be noisy \
+             (check `ps -eo pcpu,args --sort=-pcpu | head`)"
+        );
+    }
+    Ok(idle)
+}
+
+/// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
+fn write_section(heading: &str, section: &str) -> Result {
+    let path = project_root().join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, replace_section(&old, heading, section))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("bench: wrote the `{heading}` section of {}", path.display());
+    Ok(())
+}
+
+/// `doc` with the level-2 section titled `heading` replaced by `section` (which starts with that
+/// heading), or with `section` appended when there is none; a new file gets a short header.
+fn replace_section(doc: &str, heading: &str, section: &str) -> String {
+    if doc.trim().is_empty() {
+        return format!(
+            "# Benchmarks\n\nEach section is written by the `cargo xtask bench` command it names; \
+             rerun that command to update it. Figures depend on the machine: compare ratios, not \
+             absolute numbers, across machines.\n\n{section}"
+        );
+    }
+    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
+    let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
+        let sep = if doc.ends_with("\n\n") {
+            ""
+        } else if doc.ends_with('\n') {
+            "\n"
+        } else {
+            "\n\n"
+        };
+        return format!("{doc}{sep}{section}");
+    };
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.starts_with("## "))
+        .map_or(lines.len(), |i| start + 1 + i);
+    let mut out: String = lines[..start].concat();
+    out.push_str(section);
+    if end < lines.len() {
+        out.push('\n');
+        out.push_str(&lines[end..].concat());
+    }
+    out
+}
+
+/// `met` or `NOT met`, as the sections write it.
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "met"
+    } else {
+        "NOT met"
+    }
+}
+
+/// Runs the cluster's pgbench against database `postgres` with `args`; returns its stdout
+/// (the report), its stderr passes through.
+fn pgbench(pg: &Cluster, args: &[&str]) -> Result<String> {
+    pgbench_in(pg, "postgres", args)
+}
+
+/// [`pgbench`] against database `db`.
+fn pgbench_in(pg: &Cluster, db: &str, args: &[&str]) -> Result<String> {
+    let port = pg.port().to_string();
+    Cmd::new(pg.bin("pgbench"))
+        .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres"])
+        .args(args)
+        .args([db])
+        .read()
+}
+
+/// The number after `key` on the line of a pgbench report that starts with it
+/// (`latency average = 1.234 ms`, `tps = 567.8 (without initial connection time)`,
+/// `number of transactions actually processed: 1000/1000`: the part before the slash).
+fn pgbench_figure(report: &str, key: &str) -> Result<f64> {
+    report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(key))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.split('/').next()?.parse().ok())
+        .ok_or_else(|| format!("no `{key}` figure in the pgbench report:\n{report}"))
+}
+
+/// The middle value (the mean of the two middle ones for an even count); `values` is not empty.
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// (max - min) / median of some runs' figures, in percent: this machine's noise.
+fn spread(values: &[f64]) -> f64 {
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    100.0 * (max - min) / median(values)
+}
+
+/// What a ratio means next to the noise: `spread` is the larger run-to-run spread (percent) of
+/// the two configurations compared.
+fn noise_note(ratio: f64, spread: f64) -> String {
+    if (ratio - 1.0).abs() * 100.0 < spread {
+        format!(
+            "the difference is smaller than the run-to-run spread ({spread:.0}%), so this run \
+             cannot tell it from noise"
+        )
+    } else {
+        format!("larger than the run-to-run spread ({spread:.0}%)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_replaced_in_place_and_others_kept() {
+        let new = "## Wire\n\nnew\n";
+        assert!(replace_section("", "## Wire", new).ends_with("\n\n## Wire\n\nnew\n"));
+        let doc = "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nold\nold\n\n## Zed\n\nz\n";
+        assert_eq!(
+            replace_section(doc, "## Wire", new),
+            "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nnew\n\n## Zed\n\nz\n"
+        );
+        let last = "# B\n\n## Wire\n\nold\n";
+        assert_eq!(
+            replace_section(last, "## Wire", new),
+            "# B\n\n## Wire\n\nnew\n"
+        );
+        assert_eq!(
+            replace_section("# B\n", "## Wire", new),
+            "# B\n\n## Wire\n\nnew\n"
+        );
+        // A level-3 heading inside the section belongs to it.
+        let nested = "## Wire\n\n### detail\nold\n## Next\n";
+        assert_eq!(
+            replace_section(nested, "## Wire", new),
+            "## Wire\n\nnew\n\n## Next\n"
+        );
+    }
+
+    #[test]
+    fn pgbench_reports_are_read() {
+        let report = "number of failed transactions: 0 (0.000%)\n\
+                      latency average = 1.834 ms\n\
+                      initial connection time = 3.120 ms\n\
+                      tps = 545.172601 (without initial connection time)\n";
+        assert_eq!(pgbench_figure(report, "latency average =").unwrap(), 1.834);
+        assert_eq!(pgbench_figure(report, "tps =").unwrap(), 545.172601);
+        assert!(pgbench_figure(report, "latency stddev =").is_err());
+        let done = "number of transactions actually processed: 100000/100000\n";
+        assert_eq!(
+            pgbench_figure(done, "number of transactions actually processed:").unwrap(),
+            100000.0
+        );
+    }
+
+    #[test]
+    fn ratios_are_read_against_the_spread() {
+        assert!((spread(&[1.0, 1.2, 1.1]) - 100.0 * 0.2 / 1.1).abs() < 1e-9);
+        assert!(noise_note(1.05, 10.0).contains("cannot tell"));
+        assert!(noise_note(0.95, 10.0).contains("cannot tell"));
+        assert!(noise_note(1.45, 10.0).starts_with("larger"));
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+    }
+}
