@@ -28,18 +28,14 @@ pub fn run() -> Result {
         .dir(root.join("ddl-apply"))
         .run()?;
 
-    // The output plugin and the command-line tool are plain cargo artifacts.
+    // The output plugin and the command-line tool are plain cargo artifacts. Two invocations:
+    // `--bin` would otherwise narrow both packages to binaries and skip the plugin's library.
     Cmd::new("cargo")
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "ddl-decode",
-            "-p",
-            "ddl-wire",
-            "--bin",
-            "ddl-dump",
-        ])
+        .args(["build", "--release", "-p", "ddl-decode"])
+        .dir(&root)
+        .run()?;
+    Cmd::new("cargo")
+        .args(["build", "--release", "-p", "ddl-wire", "--bin", "ddl-dump"])
         .dir(&root)
         .run()?;
     let release = root.join("target/release");
