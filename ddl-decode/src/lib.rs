@@ -77,12 +77,7 @@ unsafe extern "C-unwind" fn message_cb(
     size: pg_sys::Size,
     message: *const c_char,
 ) {
-    if transactional {
-        ddl_event(ctx, txn, lsn, prefix, size, message, false);
-    }
-    if let Some(message_cb) = pgoutput::callbacks().message_cb {
-        pg_guard_ffi_boundary(|| message_cb(ctx, txn, lsn, transactional, prefix, size, message));
-    }
+    on_message(ctx, txn, lsn, transactional, prefix, size, message, false);
 }
 
 #[pg_guard]
@@ -95,11 +90,33 @@ unsafe extern "C-unwind" fn stream_message_cb(
     size: pg_sys::Size,
     message: *const c_char,
 ) {
+    on_message(ctx, txn, lsn, transactional, prefix, size, message, true);
+}
+
+/// Both message callbacks: the DDL event first, then the message itself to pgoutput's callback
+/// of the same kind, which forwards it to clients that asked for `messages`.
+#[allow(clippy::too_many_arguments)] // the message callback's own arguments
+unsafe fn on_message(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    lsn: pg_sys::XLogRecPtr,
+    transactional: bool,
+    prefix: *const c_char,
+    size: pg_sys::Size,
+    message: *const c_char,
+    streaming: bool,
+) {
     if transactional {
-        ddl_event(ctx, txn, lsn, prefix, size, message, true);
+        ddl_event(ctx, txn, lsn, prefix, size, message, streaming);
     }
-    if let Some(message_cb) = pgoutput::callbacks().stream_message_cb {
-        pg_guard_ffi_boundary(|| message_cb(ctx, txn, lsn, transactional, prefix, size, message));
+    let callbacks = pgoutput::callbacks();
+    let pgoutput_cb = if streaming {
+        callbacks.stream_message_cb
+    } else {
+        callbacks.message_cb
+    };
+    if let Some(cb) = pgoutput_cb {
+        pg_guard_ffi_boundary(|| cb(ctx, txn, lsn, transactional, prefix, size, message));
     }
 }
 
