@@ -25,8 +25,8 @@
 
 use super::decode::split_events;
 use super::{
-    bench_dir, check_release_installed, median, noise_note, pgbench, pgbench_figure, pgbench_in,
-    positive, quiet_check, spread, verdict, write_section, Machine,
+    bench_dir, check_release_installed, foreign_note, median, pgbench, pgbench_figure, pgbench_in,
+    positive, quiet_check, rounds_note, spread, verdict, write_section, Foreign, Machine, Watch,
 };
 use crate::install::{install, Profile};
 use crate::Result;
@@ -152,6 +152,7 @@ pub fn run(args: &[&str]) -> Result {
         db: HOOK_ONLY_DB,
     };
     let idle = quiet_check()?;
+    let watch = Watch::start(&[&plain, &capture])?;
 
     let seconds_arg = seconds.to_string();
     let ddl_scripts_arg = ddl_scripts.to_string();
@@ -179,11 +180,14 @@ pub fn run(args: &[&str]) -> Result {
             &seconds_arg,
         ],
     )?;
+    let foreign = watch.finish();
+    println!("bench: {}", foreign_note(&foreign));
     drop((plain, capture));
 
     let section = section(
         &Machine::describe(),
         idle,
+        &foreign,
         &server,
         runs,
         ddl_scripts,
@@ -298,6 +302,14 @@ fn spread_of(samples: &[Sample], figure: fn(&Sample) -> f64) -> f64 {
     spread(&samples.iter().map(figure).collect::<Vec<_>>())
 }
 
+/// `b / a` of one figure, round by round.
+fn per_round(a: &[Sample], b: &[Sample], figure: fn(&Sample) -> f64) -> Vec<f64> {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| figure(b) / figure(a))
+        .collect()
+}
+
 /// Median and best of one figure over a configuration's runs (`best` is the lowest for
 /// latencies, the highest for rates).
 fn stats(samples: &[Sample], figure: fn(&Sample) -> f64, lower_is_better: bool) -> (f64, f64) {
@@ -324,6 +336,7 @@ fn list(samples: &[Sample], figure: fn(&Sample) -> f64, decimals: usize) -> Stri
 fn section(
     machine: &Machine,
     idle: f64,
+    foreign: &Foreign,
     server: &str,
     runs: u32,
     ddl_scripts: u32,
@@ -337,9 +350,12 @@ fn section(
     let wal = |s: &Sample| s.wal_per_transaction;
     let lat: Vec<(f64, f64)> = ddl.iter().map(|v| stats(v, latency, true)).collect();
     let rates: Vec<(f64, f64)> = tps.iter().map(|v| stats(v, rate, false)).collect();
-    let (lat_ratio, lat_best_ratio) = (lat[2].0 / lat[0].0, lat[2].1 / lat[0].1);
-    let (hook_ratio, hook_best_ratio) = (lat[1].0 / lat[0].0, lat[1].1 / lat[0].1);
-    let (tps_ratio, tps_best_ratio) = (rates[1].0 / rates[0].0, rates[1].1 / rates[0].1);
+    let lat_ratio = median(&per_round(&ddl[0], &ddl[2], latency));
+    let hook_ratio = median(&per_round(&ddl[0], &ddl[1], latency));
+    let tps_ratio = median(&per_round(&tps[0], &tps[1], rate));
+    let (lat_of_medians, lat_best_ratio) = (lat[2].0 / lat[0].0, lat[2].1 / lat[0].1);
+    let (hook_of_medians, hook_best_ratio) = (lat[1].0 / lat[0].0, lat[1].1 / lat[0].1);
+    let (tps_of_medians, tps_best_ratio) = (rates[1].0 / rates[0].0, rates[1].1 / rates[0].1);
     let captured: Vec<String> = captured.iter().map(|s| format!("`{s}`")).collect();
 
     let mut ddl_rows = String::new();
@@ -369,7 +385,8 @@ fn section(
          `--seconds S`). It installs release builds (`cargo xtask install`), starts two \
          throwaway clusters and rewrites this section.\n\n\
          - Date: {date}\n\
-         - Machine: {machine_line}; CPUs {idle:.0}% idle over 3 s just before the measurements\n\
+         - Machine: {machine_line}; CPUs {idle:.0}% idle over 3 s just before the measurements; \
+         {foreign}\n\
          - Server: {server}\n\
          - Clusters: two, running side by side (only one works at a time), both with ddl-testkit \
          defaults (`fsync = off`, `wal_level = logical`), `shared_buffers = {SHARED_BUFFERS}` \
@@ -393,7 +410,9 @@ fn section(
          order (ABBA), each run after a `VACUUM` of its database and a `CHECKPOINT`: the DDL \
          runs create and drop tens of thousands of tables, and catalog bloat, or an autovacuum \
          worker waking during one run and not another, made runs drift apart by more than what \
-         is measured. Ratios are of the medians; the ratio of the best runs is shown too.\n\n\
+         is measured. A ratio is the median of the per-round ratios (each round runs every \
+         configuration back to back, so a slow drift of the machine cancels out); the ratio of \
+         the medians and that of the best runs are shown too.\n\n\
          DDL latency: pgbench script `\\set n random(1, 1000000000)`, `CREATE TABLE \
          bench_ddl_:n (id bigint, v integer)`, `ALTER TABLE bench_ddl_:n ADD COLUMN note \
          integer`, `DROP TABLE bench_ddl_:n` (three autocommit transactions per script run), \
@@ -405,37 +424,38 @@ fn section(
          | configuration | median | best | spread | runs, in order (ms) | WAL per script run |\n\
          |---|---:|---:|---:|---|---:|\n\
          {ddl_rows}\n\
-         - DDL latency capture / plain: **{lat_ratio:.3}** (best runs: {lat_best_ratio:.3}) \
+         - DDL latency capture / plain: **{lat_ratio:.3}** (of the medians: \
+         {lat_of_medians:.3}, best runs: {lat_best_ratio:.3}) \
          (target <= {LATENCY_RATIO_TARGET:.2}: {lat_verdict}); {lat_noise}\n\
-         - DDL latency hook only / plain: **{hook_ratio:.3}** (best runs: {hook_best_ratio:.3}) \
+         - DDL latency hook only / plain: **{hook_ratio:.3}** (of the medians: \
+         {hook_of_medians:.3}, best runs: {hook_best_ratio:.3}) \
          ({hook_verdict} if the target is read as the hook alone); {hook_noise}\n\n\
          TPS: `pgbench -n -b tpcb-like -c {TPS_CLIENTS} -j {TPS_CLIENTS} -T {seconds}` (no DDL: \
          what the hook costs ordinary transactions, whose BEGIN and END pass through it).\n\n\
          | configuration | median | best | spread | runs, in order (tps) |\n\
          |---|---:|---:|---:|---|\n\
          {tps_rows}\n\
-         - TPS capture / plain: **{tps_ratio:.3}** (best runs: {tps_best_ratio:.3}) (target >= \
+         - TPS capture / plain: **{tps_ratio:.3}** (of the medians: {tps_of_medians:.3}, best \
+         runs: {tps_best_ratio:.3}) (target >= \
          {TPS_RATIO_TARGET:.2}: {tps_verdict}); {tps_noise}\n\n\
          Spread is (slowest - fastest) / median over the runs of one configuration: the noise \
          of this machine, against which a ratio has to be read.\n",
         date = machine.date,
         machine_line = machine.line(),
+        foreign = foreign_note(foreign),
         captured = captured.join(", "),
         lat_verdict = verdict(lat_ratio <= LATENCY_RATIO_TARGET),
         hook_verdict = verdict(hook_ratio <= LATENCY_RATIO_TARGET),
         tps_verdict = verdict(tps_ratio >= TPS_RATIO_TARGET),
-        lat_noise = noise_note(
-            lat_ratio,
-            spread_of(&ddl[0], latency).max(spread_of(&ddl[2], latency))
-        ),
-        hook_noise = noise_note(
-            hook_ratio,
-            spread_of(&ddl[0], latency).max(spread_of(&ddl[1], latency))
-        ),
-        tps_noise = noise_note(
-            tps_ratio,
-            spread_of(&tps[0], rate).max(spread_of(&tps[1], rate))
-        ),
+        lat_noise = rounds_note(&per_round(&ddl[0], &ddl[2], latency), |r| {
+            r <= LATENCY_RATIO_TARGET
+        }),
+        hook_noise = rounds_note(&per_round(&ddl[0], &ddl[1], latency), |r| {
+            r <= LATENCY_RATIO_TARGET
+        }),
+        tps_noise = rounds_note(&per_round(&tps[0], &tps[1], rate), |r| {
+            r >= TPS_RATIO_TARGET
+        }),
     )
 }
 
@@ -457,5 +477,7 @@ mod tests {
         let latency = |s: &Sample| s.latency_ms;
         assert!((spread_of(&runs, latency) - 100.0 * 0.2 / 1.1).abs() < 1e-9);
         assert_eq!(stats(&runs, latency, true), (1.1, 1.0));
+        let slower = [sample(2.0), sample(3.0), sample(2.2)];
+        assert_eq!(per_round(&runs, &slower, latency), [2.0, 2.5, 2.0]);
     }
 }

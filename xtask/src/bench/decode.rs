@@ -25,8 +25,8 @@
 //! ```
 
 use super::{
-    bench_dir, check_release_installed, median, noise_note, pgbench, pgbench_figure, positive,
-    quiet_check, spread, verdict, write_section, Machine,
+    bench_dir, check_release_installed, foreign_note, median, pgbench, pgbench_figure, positive,
+    quiet_check, rounds_note, spread, verdict, write_section, Foreign, Machine, Watch,
 };
 use crate::install::{install, Profile};
 use crate::Result;
@@ -104,6 +104,8 @@ const WORKLOADS: [Workload; 2] = [
 /// One pg_recvlogical run.
 struct Run {
     plugin: Plugin,
+    /// The round (1..=runs) it was timed in.
+    round: u32,
     /// pg_recvlogical's wall time.
     secs: f64,
     /// The walsender's CPU time (user + system), ms, at the last reading.
@@ -190,11 +192,14 @@ pub fn run(args: &[&str]) -> Result {
     pgbench(&pg, &["-i", "-q", "-s", &PGBENCH_SCALE.to_string()])?;
     sql("CHECKPOINT")?;
     let idle = quiet_check()?;
+    let watch = Watch::start(&[&pg])?;
 
     let mut measured = Vec::new();
     for workload in &WORKLOADS {
         measured.push(measure(&pg, workload, runs, per_client, &script, &dir)?);
     }
+    let foreign = watch.finish();
+    println!("bench: {}", foreign_note(&foreign));
     drop(pg);
 
     for m in &measured {
@@ -203,6 +208,7 @@ pub fn run(args: &[&str]) -> Result {
     let section = section(
         &Machine::describe(),
         idle,
+        &foreign,
         &server,
         runs,
         per_client,
@@ -295,7 +301,7 @@ fn measure(
         };
         for plugin in order {
             let file = (i == 0).then(|| out(plugin));
-            let run = decode_once(pg, &slot(plugin, i), plugin, &end, file.as_deref())?;
+            let run = decode_once(pg, &slot(plugin, i), plugin, i, &end, file.as_deref())?;
             println!(
                 "bench: {} {:<12} {}: {:.3} s, walsender CPU {:.0} ms, {:?}",
                 workload.key,
@@ -355,6 +361,7 @@ fn decode_once(
     pg: &Cluster,
     slot: &str,
     plugin: Plugin,
+    round: u32,
     end: &str,
     out: Option<&Path>,
 ) -> Result<Run> {
@@ -436,6 +443,7 @@ fn decode_once(
     }
     Ok(Run {
         plugin,
+        round,
         secs,
         cpu_ms,
         mem,
@@ -669,6 +677,20 @@ fn figures(m: &Measured, plugin: Plugin) -> PluginFigures {
     }
 }
 
+/// ddl_pgoutput / pgoutput of one figure, round by round.
+fn round_ratios(m: &Measured, figure: fn(&Run) -> f64) -> Vec<f64> {
+    let of = |plugin, round| {
+        m.runs
+            .iter()
+            .find(|r| r.plugin == plugin && r.round == round)
+            .map(figure)
+    };
+    let rounds = m.runs.iter().map(|r| r.round).max().unwrap_or(0);
+    (1..=rounds)
+        .filter_map(|i| Some(of(Plugin::DdlPgoutput, i)? / of(Plugin::Pgoutput, i)?))
+        .collect()
+}
+
 /// The ratios of one workload, ddl_pgoutput over pgoutput.
 struct Ratios {
     /// Wall time, best runs and medians.
@@ -735,6 +757,7 @@ fn mib(kb: u64) -> String {
 fn section(
     machine: &Machine,
     idle: f64,
+    foreign: &Foreign,
     server: &str,
     runs: u32,
     per_client: u32,
@@ -746,7 +769,8 @@ fn section(
          installs release builds (`cargo xtask install`), runs the workloads below on a throwaway \
          cluster, decodes them with both plugins and rewrites this section.\n\n\
          - Date: {date}\n\
-         - Machine: {machine_line}; CPUs {idle:.0}% idle over 3 s just before the measurements\n\
+         - Machine: {machine_line}; CPUs {idle:.0}% idle over 3 s just before the measurements; \
+         {foreign}\n\
          - Server: {server}\n\
          - Cluster: ddl-testkit defaults (`fsync = off`, `shared_buffers = 32MB`, `wal_level = \
          logical`), `shared_preload_libraries = 'ddl_pgoutput'`, `max_wal_size = 8GB`, `autovacuum = off` \
@@ -788,6 +812,7 @@ fn section(
          per DDL transaction pgbench reported.\n",
         date = machine.date,
         machine_line = machine.line(),
+        foreign = foreign_note(foreign),
         tpcb = 100 - DDL_PERCENT,
         rounds = runs + 1,
         sample = SAMPLE_EVERY.as_millis(),
@@ -836,7 +861,7 @@ fn section(
         s.push_str(&format!(
             "\n- Time ddl_pgoutput / pgoutput, wall: **{:.3}** best of {runs} (median {:.3}) \
              (target <= {TIME_RATIO_TARGET}: {}; {}); walsender CPU: **{:.3}** best (median \
-             {:.3}) ({})\n\
+             {:.3}) ({}; {})\n\
              - Walsender peak memory (VmHWM) ddl_pgoutput - pgoutput: **{:+.2} MiB** \
              (target <= +{MEMORY_TARGET_MIB} MiB: {}); by part (maxima): RssAnon {:+.2} MiB (private \
              memory; judged alone: {}), RssFile {:+.2} MiB, RssShmem {:+.2} MiB\n\
@@ -847,10 +872,11 @@ fn section(
             r.best,
             r.median,
             verdict(r.best <= TIME_RATIO_TARGET),
-            noise_note(r.best, pg.spread.max(ddl.spread)),
+            rounds_note(&round_ratios(m, |r| r.secs), |r| r <= TIME_RATIO_TARGET),
             r.cpu_best,
             r.cpu_median,
             verdict(r.cpu_best <= TIME_RATIO_TARGET),
+            rounds_note(&round_ratios(m, |r| r.cpu_ms), |r| r <= TIME_RATIO_TARGET),
             r.memory_mib,
             verdict(r.memory_mib <= MEMORY_TARGET_MIB),
             diff(|m| m.anon_kb),

@@ -146,6 +146,177 @@ fn quiet_check() -> Result<f64> {
     Ok(idle)
 }
 
+/// Watches how much CPU time processes that are not part of the benchmark use while it runs:
+/// another build or test on the machine makes the figures mean little, and the section says so.
+///
+/// Ours are this process and its descendants (pgbench, psql, pg_recvlogical) and the given
+/// postmasters and their children; kernel threads are left out. Every [`WATCH_EVERY`] it reads
+/// /proc/<pid>/stat of every process and adds up the CPU time the others used since the last
+/// reading (a process that starts and ends between two readings is missed).
+struct Watch {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::HashMap<String, u64>>,
+    started: std::time::Instant,
+}
+
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl Watch {
+    fn start(pg: &[&Cluster]) -> Result<Watch> {
+        let mut roots = vec![std::process::id()];
+        for pg in pg {
+            let pidfile = pg.data_dir().join("postmaster.pid");
+            let text = std::fs::read_to_string(&pidfile)
+                .map_err(|e| format!("cannot read {}: {e}", pidfile.display()))?;
+            roots.push(
+                text.lines()
+                    .next()
+                    .and_then(|l| l.trim().parse().ok())
+                    .ok_or_else(|| format!("no pid in {}", pidfile.display()))?,
+            );
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut last = processes();
+            // Clock ticks per command name.
+            let mut foreign: std::collections::HashMap<String, u64> = Default::default();
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(WATCH_EVERY);
+                let now = processes();
+                let ours = descendants(&now, &roots);
+                for (pid, p) in &now {
+                    if ours.contains(pid) || p.ppid == 2 || *pid == 2 {
+                        continue;
+                    }
+                    let before = last.get(pid).map_or(0, |b| b.ticks);
+                    let used = p.ticks.saturating_sub(before);
+                    if used > 0 {
+                        *foreign.entry(p.comm.clone()).or_default() += used;
+                    }
+                }
+                last = now;
+            }
+            foreign
+        });
+        Ok(Watch {
+            stop,
+            thread,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// Stops watching; returns what other processes used.
+    fn finish(self) -> Foreign {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let by_name = self.thread.join().unwrap_or_default();
+        let nproc = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // USER_HZ is 100 on Linux.
+        let capacity = (self.started.elapsed().as_secs_f64() * 100.0 * nproc as f64).max(1.0);
+        let mut top: Vec<(String, u64)> = by_name.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Foreign {
+            percent: 100.0 * top.iter().map(|(_, t)| *t).sum::<u64>() as f64 / capacity,
+            top: top
+                .into_iter()
+                .take(3)
+                .map(|(name, t)| (name, 100.0 * t as f64 / capacity))
+                .collect(),
+        }
+    }
+}
+
+/// The CPU time other processes used while a benchmark ran, as shares of the machine's.
+struct Foreign {
+    percent: f64,
+    /// The largest users by command name.
+    top: Vec<(String, f64)>,
+}
+
+/// One process of /proc.
+struct Proc {
+    comm: String,
+    ppid: u32,
+    /// utime + stime, clock ticks.
+    ticks: u64,
+}
+
+fn processes() -> std::collections::HashMap<u32, Proc> {
+    let mut all = std::collections::HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return all;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(p) = parse_proc_stat(&stat) {
+            all.insert(pid, p);
+        }
+    }
+    all
+}
+
+/// ppid is field 4, utime and stime fields 14 and 15, counted after the `)` that ends the
+/// command name (which may hold spaces).
+fn parse_proc_stat(stat: &str) -> Option<Proc> {
+    let (head, tail) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = tail.split_whitespace().collect();
+    let num = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some(Proc {
+        comm: head.split_once('(')?.1.to_string(),
+        ppid: u32::try_from(num(1)?).ok()?,
+        ticks: num(11)? + num(12)?,
+    })
+}
+
+/// `roots` and every process below them.
+fn descendants(
+    all: &std::collections::HashMap<u32, Proc>,
+    roots: &[u32],
+) -> std::collections::HashSet<u32> {
+    let mut ours: std::collections::HashSet<u32> = roots.iter().copied().collect();
+    loop {
+        let before = ours.len();
+        for (pid, p) in all {
+            if ours.contains(&p.ppid) {
+                ours.insert(*pid);
+            }
+        }
+        if ours.len() == before {
+            return ours;
+        }
+    }
+}
+
+/// The sentence for a section about what else ran, from [`Watch::finish`].
+fn foreign_note(foreign: &Foreign) -> String {
+    let top: Vec<String> = foreign
+        .top
+        .iter()
+        .filter(|(_, p)| *p >= 0.1)
+        .map(|(name, p)| format!("{name} {p:.1}%"))
+        .collect();
+    let mut note = format!(
+        "other processes used {:.1}% of the machine's CPU time while the measurements ran",
+        foreign.percent
+    );
+    if !top.is_empty() {
+        note.push_str(&format!(" (most: {})", top.join(", ")));
+    }
+    if foreign.percent > 5.0 {
+        note.push_str(": **the figures are disturbed; rerun on a quiet machine**");
+    }
+    note
+}
+
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
 fn write_section(heading: &str, section: &str) -> Result {
     let path = project_root().join("BENCHMARKS.md");
@@ -246,17 +417,23 @@ fn spread(values: &[f64]) -> f64 {
     100.0 * (max - min) / median(values)
 }
 
-/// What a ratio means next to the noise: `spread` is the larger run-to-run spread (percent) of
-/// the two configurations compared.
-fn noise_note(ratio: f64, spread: f64) -> String {
-    if (ratio - 1.0).abs() * 100.0 < spread {
-        format!(
-            "the difference is smaller than the run-to-run spread ({spread:.0}%), so this run \
-             cannot tell it from noise"
-        )
+/// How consistent a comparison is from round to round: `ratios` are the per-round ratios (each
+/// round runs both configurations back to back), `met` says whether one meets the target.
+fn rounds_note(ratios: &[f64], met: impl Fn(f64) -> bool) -> String {
+    let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let k = ratios.iter().filter(|&&r| met(r)).count();
+    let side = if min > 1.0 {
+        "all above 1"
+    } else if max < 1.0 {
+        "all below 1"
     } else {
-        format!("larger than the run-to-run spread ({spread:.0}%)")
-    }
+        "on both sides of 1: this run cannot tell the difference from noise"
+    };
+    format!(
+        "per-round ratios {min:.3} to {max:.3}, {side}; the target is met in {k} of {} rounds",
+        ratios.len()
+    )
 }
 
 #[cfg(test)]
@@ -308,9 +485,52 @@ mod tests {
     #[test]
     fn ratios_are_read_against_the_spread() {
         assert!((spread(&[1.0, 1.2, 1.1]) - 100.0 * 0.2 / 1.1).abs() < 1e-9);
-        assert!(noise_note(1.05, 10.0).contains("cannot tell"));
-        assert!(noise_note(0.95, 10.0).contains("cannot tell"));
-        assert!(noise_note(1.45, 10.0).starts_with("larger"));
+        assert_eq!(
+            rounds_note(&[1.4, 1.5, 1.3], |r| r <= 1.1),
+            "per-round ratios 1.300 to 1.500, all above 1; the target is met in 0 of 3 rounds"
+        );
+        assert!(rounds_note(&[0.98, 1.02], |r| r <= 1.1).contains("cannot tell"));
+        assert!(rounds_note(&[0.98, 0.99], |r| r >= 0.99).contains("met in 1 of 2"));
+    }
+
+    #[test]
+    fn process_trees_are_followed() {
+        let stat = "42 (postgres: walsender x (y)) S 7 42 42 0 -1 4194560 1 0 0 0 150 25 0 0";
+        let p = parse_proc_stat(stat).unwrap();
+        assert_eq!(
+            (p.comm.as_str(), p.ppid, p.ticks),
+            ("postgres: walsender x (y)", 7, 175)
+        );
+        let all: std::collections::HashMap<u32, Proc> = [(7, 1), (42, 7), (43, 42), (50, 1)]
+            .into_iter()
+            .map(|(pid, ppid)| {
+                let comm = String::new();
+                (
+                    pid,
+                    Proc {
+                        comm,
+                        ppid,
+                        ticks: 0,
+                    },
+                )
+            })
+            .collect();
+        let ours = descendants(&all, &[7]);
+        assert!(ours.contains(&43) && ours.contains(&42) && !ours.contains(&50));
+        let busy = Foreign {
+            percent: 12.0,
+            top: vec![("rustc".into(), 11.5), ("kworker".into(), 0.05)],
+        };
+        assert_eq!(
+            foreign_note(&busy),
+            "other processes used 12.0% of the machine's CPU time while the measurements ran \
+             (most: rustc 11.5%): **the figures are disturbed; rerun on a quiet machine**"
+        );
+        let quiet = Foreign {
+            percent: 0.2,
+            top: vec![],
+        };
+        assert!(!foreign_note(&quiet).contains("disturbed"));
     }
 
     #[test]
