@@ -26,7 +26,8 @@
 use super::decode::split_events;
 use super::{
     bench_dir, check_release_installed, foreign_note, median, pgbench, pgbench_figure, pgbench_in,
-    positive, quiet_check, rounds_note, spread, verdict, write_section, Foreign, Machine, Watch,
+    positive, quiet_check, rounds_note, server_cpu_ms, spread, verdict, write_section, Foreign,
+    Machine, Watch,
 };
 use crate::install::{install, Profile};
 use crate::Result;
@@ -64,6 +65,8 @@ struct Sample {
     tps: f64,
     /// WAL written per pgbench transaction (script run), bytes.
     wal_per_transaction: f64,
+    /// CPU time of the server's processes per pgbench transaction, µs.
+    server_cpu_us: f64,
 }
 
 /// Where a measurement runs: a database of one of the clusters.
@@ -275,7 +278,11 @@ fn alternate(targets: &[&Target], runs: u32, args: &[&str]) -> Result<Vec<Vec<Sa
             pg.psql(db, "VACUUM").map_err(|e| e.to_string())?;
             sql(pg, "CHECKPOINT")?;
             let start = sql(pg, "SELECT pg_current_wal_lsn()")?;
+            let cpu_before = server_cpu_ms(pg)?;
             let report = pgbench_in(pg, db, args)?;
+            // Let the postmaster reap pgbench's backends, so their time is in its cutime.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let cpu = server_cpu_ms(pg)? - cpu_before;
             let end = sql(pg, "SELECT pg_current_wal_lsn()")?;
             let wal: f64 = sql(pg, &format!("SELECT pg_wal_lsn_diff('{end}', '{start}')"))?
                 .parse()
@@ -286,10 +293,12 @@ fn alternate(targets: &[&Target], runs: u32, args: &[&str]) -> Result<Vec<Vec<Sa
                 latency_ms: pgbench_figure(&report, "latency average =")?,
                 tps: pgbench_figure(&report, "tps =")?,
                 wal_per_transaction: wal / transactions.max(1.0),
+                server_cpu_us: 1e3 * cpu / transactions.max(1.0),
             };
             println!(
-                "bench: {name:<9} latency {:.3} ms, {:.1} tps, {:.0} WAL bytes per transaction",
-                sample.latency_ms, sample.tps, sample.wal_per_transaction
+                "bench: {name:<9} latency {:.3} ms, {:.1} tps, {:.0} WAL bytes and {:.0} µs of \
+                 server CPU per transaction",
+                sample.latency_ms, sample.tps, sample.wal_per_transaction, sample.server_cpu_us
             );
             samples[t].push(sample);
         }
@@ -348,6 +357,8 @@ fn section(
     let latency = |s: &Sample| s.latency_ms;
     let rate = |s: &Sample| s.tps;
     let wal = |s: &Sample| s.wal_per_transaction;
+    let cpu = |s: &Sample| s.server_cpu_us;
+    let cpu_ratios = |a: &[Sample], b: &[Sample]| per_round(a, b, cpu);
     let lat: Vec<(f64, f64)> = ddl.iter().map(|v| stats(v, latency, true)).collect();
     let rates: Vec<(f64, f64)> = tps.iter().map(|v| stats(v, rate, false)).collect();
     let lat_ratio = median(&per_round(&ddl[0], &ddl[2], latency));
@@ -364,18 +375,20 @@ fn section(
         .zip(ddl.iter().zip(&lat))
     {
         ddl_rows.push_str(&format!(
-            "| {name} | {med:.3} ms | {best:.3} ms | {:.0}% | {} | {:.0} B |\n",
+            "| {name} | {med:.3} ms | {best:.3} ms | {:.0}% | {} | {:.0} µs | {:.0} B |\n",
             spread_of(samples, latency),
             list(samples, latency, 3),
+            stats(samples, cpu, true).0,
             stats(samples, wal, true).0,
         ));
     }
     let mut tps_rows = String::new();
     for (name, (samples, (med, best))) in ["plain", "capture"].iter().zip(tps.iter().zip(&rates)) {
         tps_rows.push_str(&format!(
-            "| {name} | {med:.1} | {best:.1} | {:.0}% | {} |\n",
+            "| {name} | {med:.1} | {best:.1} | {:.0}% | {} | {:.0} µs |\n",
             spread_of(samples, rate),
-            list(samples, rate, 1)
+            list(samples, rate, 1),
+            stats(samples, cpu, true).0,
         ));
     }
 
@@ -421,25 +434,36 @@ fn section(
          grow with them and later runs are a little slower; the alternation spreads that \
          evenly). pgbench's `latency average` is per script run, i.e. per three DDL \
          statements; WAL is per script run too.\n\n\
-         | configuration | median | best | spread | runs, in order (ms) | WAL per script run |\n\
-         |---|---:|---:|---:|---|---:|\n\
+         | configuration | median | best | spread | runs, in order (ms) | server CPU per script run \
+         | WAL per script run |\n\
+         |---|---:|---:|---:|---|---:|---:|\n\
          {ddl_rows}\n\
          - DDL latency capture / plain: **{lat_ratio:.3}** (of the medians: \
          {lat_of_medians:.3}, best runs: {lat_best_ratio:.3}) \
          (target <= {LATENCY_RATIO_TARGET:.2}: {lat_verdict}); {lat_noise}\n\
          - DDL latency hook only / plain: **{hook_ratio:.3}** (of the medians: \
          {hook_of_medians:.3}, best runs: {hook_best_ratio:.3}) \
-         ({hook_verdict} if the target is read as the hook alone); {hook_noise}\n\n\
+         ({hook_verdict} if the target is read as the hook alone); {hook_noise}\n\
+         - Server CPU per script run, capture / plain: **{cpu_ratio:.3}**, hook only / plain: \
+         **{cpu_hook_ratio:.3}** (medians of the per-round ratios; {cpu_noise})\n\n\
          TPS: `pgbench -n -b tpcb-like -c {TPS_CLIENTS} -j {TPS_CLIENTS} -T {seconds}` (no DDL: \
          what the hook costs ordinary transactions, whose BEGIN and END pass through it).\n\n\
-         | configuration | median | best | spread | runs, in order (tps) |\n\
-         |---|---:|---:|---:|---|\n\
+         | configuration | median | best | spread | runs, in order (tps) | server CPU per \
+         transaction |\n\
+         |---|---:|---:|---:|---|---:|\n\
          {tps_rows}\n\
          - TPS capture / plain: **{tps_ratio:.3}** (of the medians: {tps_of_medians:.3}, best \
          runs: {tps_best_ratio:.3}) (target >= \
-         {TPS_RATIO_TARGET:.2}: {tps_verdict}); {tps_noise}\n\n\
+         {TPS_RATIO_TARGET:.2}: {tps_verdict}); {tps_noise}\n\
+         - Server CPU per transaction, capture / plain: **{tps_cpu_ratio:.3}** (median of the \
+         per-round ratios; {tps_cpu_noise}; the TPS target read as CPU, <= {tps_cpu_target:.3}: \
+         {tps_cpu_verdict})\n\n\
          Spread is (slowest - fastest) / median over the runs of one configuration: the noise \
-         of this machine, against which a ratio has to be read.\n",
+         of this machine, against which a ratio has to be read. Server CPU is the CPU time of \
+         the cluster's processes during a run (the postmaster's, including what its exited \
+         children used, and that of every live process below it, from /proc) per pgbench \
+         transaction: unlike latency and TPS it does not depend on how the two CPUs were shared \
+         with pgbench itself.\n",
         date = machine.date,
         machine_line = machine.line(),
         foreign = foreign_note(foreign),
@@ -453,6 +477,15 @@ fn section(
         hook_noise = rounds_note(&per_round(&ddl[0], &ddl[1], latency), |r| {
             r <= LATENCY_RATIO_TARGET
         }),
+        cpu_ratio = median(&cpu_ratios(&ddl[0], &ddl[2])),
+        cpu_hook_ratio = median(&cpu_ratios(&ddl[0], &ddl[1])),
+        cpu_noise = rounds_note(&cpu_ratios(&ddl[0], &ddl[2]), |r| r <= LATENCY_RATIO_TARGET),
+        tps_cpu_ratio = median(&cpu_ratios(&tps[0], &tps[1])),
+        tps_cpu_noise = rounds_note(&cpu_ratios(&tps[0], &tps[1]), |r| {
+            r <= 1.0 / TPS_RATIO_TARGET
+        }),
+        tps_cpu_target = 1.0 / TPS_RATIO_TARGET,
+        tps_cpu_verdict = verdict(median(&cpu_ratios(&tps[0], &tps[1])) <= 1.0 / TPS_RATIO_TARGET),
         tps_noise = rounds_note(&per_round(&tps[0], &tps[1], rate), |r| {
             r >= TPS_RATIO_TARGET
         }),
@@ -468,6 +501,7 @@ mod tests {
             latency_ms,
             tps: 0.0,
             wal_per_transaction: 0.0,
+            server_cpu_us: 0.0,
         }
     }
 

@@ -108,29 +108,35 @@ impl Machine {
     }
 }
 
-/// How idle the CPUs were over `window` (from /proc/stat), in percent, to show that nothing
+/// The `cpu` line of /proc/stat: user nice system idle iowait irq softirq steal, in clock
+/// ticks summed over all CPUs (guest time is inside user and nice).
+fn cpu_ticks() -> Result<[u64; 8]> {
+    let stat = std::fs::read_to_string("/proc/stat")
+        .map_err(|e| format!("cannot read /proc/stat: {e}"))?;
+    let mut ticks = [0; 8];
+    let line = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .ok_or("no cpu line in /proc/stat")?;
+    for (t, f) in ticks.iter_mut().zip(line.split_whitespace()) {
+        *t = f.parse().unwrap_or(0);
+    }
+    Ok(ticks)
+}
+
+/// Percent of the ticks between two [`cpu_ticks`] readings that went to the fields `which`.
+fn share(before: &[u64; 8], after: &[u64; 8], which: &[usize]) -> f64 {
+    let delta = |i: usize| after[i].saturating_sub(before[i]);
+    let total: u64 = (0..8).map(delta).sum();
+    100.0 * which.iter().map(|&i| delta(i)).sum::<u64>() as f64 / total.max(1) as f64
+}
+
+/// How idle the CPUs were over `window` (idle + iowait), in percent, to show that nothing
 /// else ran: call it when the clusters are ready and before the measurements.
 fn cpu_idle(window: std::time::Duration) -> Result<f64> {
-    /// (idle + iowait, total) jiffies of the `cpu` line.
-    fn read() -> Result<(u64, u64)> {
-        let stat = std::fs::read_to_string("/proc/stat")
-            .map_err(|e| format!("cannot read /proc/stat: {e}"))?;
-        let fields: Vec<u64> = stat
-            .lines()
-            .find_map(|l| l.strip_prefix("cpu "))
-            .ok_or("no cpu line in /proc/stat")?
-            .split_whitespace()
-            .filter_map(|f| f.parse().ok())
-            .collect();
-        let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
-        // user nice system idle iowait irq softirq steal (guest time is inside user/nice).
-        Ok((idle, fields.iter().take(8).sum()))
-    }
-    let (idle0, total0) = read()?;
+    let before = cpu_ticks()?;
     std::thread::sleep(window);
-    let (idle1, total1) = read()?;
-    let total = total1.saturating_sub(total0).max(1);
-    Ok(100.0 * idle1.saturating_sub(idle0) as f64 / total as f64)
+    Ok(share(&before, &cpu_ticks()?, &[3, 4]))
 }
 
 /// Prints and returns how idle the machine is, warning when it is busy.
@@ -157,6 +163,7 @@ struct Watch {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: std::thread::JoinHandle<std::collections::HashMap<String, u64>>,
     started: std::time::Instant,
+    ticks: [u64; 8],
 }
 
 const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
@@ -165,15 +172,7 @@ impl Watch {
     fn start(pg: &[&Cluster]) -> Result<Watch> {
         let mut roots = vec![std::process::id()];
         for pg in pg {
-            let pidfile = pg.data_dir().join("postmaster.pid");
-            let text = std::fs::read_to_string(&pidfile)
-                .map_err(|e| format!("cannot read {}: {e}", pidfile.display()))?;
-            roots.push(
-                text.lines()
-                    .next()
-                    .and_then(|l| l.trim().parse().ok())
-                    .ok_or_else(|| format!("no pid in {}", pidfile.display()))?,
-            );
+            roots.push(postmaster_pid(pg)?);
         }
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = stop.clone();
@@ -203,6 +202,7 @@ impl Watch {
             stop,
             thread,
             started: std::time::Instant::now(),
+            ticks: cpu_ticks()?,
         })
     }
 
@@ -215,8 +215,10 @@ impl Watch {
         let capacity = (self.started.elapsed().as_secs_f64() * 100.0 * nproc as f64).max(1.0);
         let mut top: Vec<(String, u64)> = by_name.into_iter().collect();
         top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let steal = cpu_ticks().map_or(0.0, |now| share(&self.ticks, &now, &[7]));
         Foreign {
             percent: 100.0 * top.iter().map(|(_, t)| *t).sum::<u64>() as f64 / capacity,
+            steal,
             top: top
                 .into_iter()
                 .take(3)
@@ -229,8 +231,47 @@ impl Watch {
 /// The CPU time other processes used while a benchmark ran, as shares of the machine's.
 struct Foreign {
     percent: f64,
+    /// CPU time the hypervisor gave to other guests (steal), percent.
+    steal: f64,
     /// The largest users by command name.
     top: Vec<(String, f64)>,
+}
+
+/// The pid of a cluster's postmaster, from its postmaster.pid.
+fn postmaster_pid(pg: &Cluster) -> Result<u32> {
+    let pidfile = pg.data_dir().join("postmaster.pid");
+    let text = std::fs::read_to_string(&pidfile)
+        .map_err(|e| format!("cannot read {}: {e}", pidfile.display()))?;
+    text.lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| format!("no pid in {}", pidfile.display()))
+}
+
+/// CPU time the cluster's server processes have used so far, ms: the postmaster's own and
+/// that of its children that have exited (its cutime and cstime: the kernel adds a child's
+/// time when the postmaster reaps it), plus every live process below it. The difference of
+/// two readings is what the server spent between them, backends of finished clients included.
+fn server_cpu_ms(pg: &Cluster) -> Result<f64> {
+    let pid = postmaster_pid(pg)?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
+    let own = parse_total_ticks(&stat).ok_or_else(|| format!("cannot parse /proc/{pid}/stat"))?;
+    let all = processes();
+    let live: u64 = descendants(&all, &[pid])
+        .iter()
+        .filter(|&&p| p != pid)
+        .filter_map(|p| all.get(p))
+        .map(|p| p.ticks)
+        .sum();
+    // USER_HZ is 100 on Linux.
+    Ok((own + live) as f64 * 10.0)
+}
+
+/// utime + stime + cutime + cstime (fields 14 to 17) of a /proc/<pid>/stat.
+fn parse_total_ticks(stat: &str) -> Option<u64> {
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    (11..=14).map(|i| fields.get(i)?.parse::<u64>().ok()).sum()
 }
 
 /// One process of /proc.
@@ -311,7 +352,8 @@ fn foreign_note(foreign: &Foreign) -> String {
     if !top.is_empty() {
         note.push_str(&format!(" (most: {})", top.join(", ")));
     }
-    if foreign.percent > 5.0 {
+    note.push_str(&format!(", steal {:.1}%", foreign.steal));
+    if foreign.percent > 5.0 || foreign.steal > 5.0 {
         note.push_str(": **the figures are disturbed; rerun on a quiet machine**");
     }
     note
@@ -497,6 +539,8 @@ mod tests {
     fn process_trees_are_followed() {
         let stat = "42 (postgres: walsender x (y)) S 7 42 42 0 -1 4194560 1 0 0 0 150 25 0 0";
         let p = parse_proc_stat(stat).unwrap();
+        let reaped = "1 (postgres) S 0 1 1 0 -1 0 0 0 0 0 150 25 300 40 20 0";
+        assert_eq!(parse_total_ticks(reaped), Some(515));
         assert_eq!(
             (p.comm.as_str(), p.ppid, p.ticks),
             ("postgres: walsender x (y)", 7, 175)
@@ -519,18 +563,30 @@ mod tests {
         assert!(ours.contains(&43) && ours.contains(&42) && !ours.contains(&50));
         let busy = Foreign {
             percent: 12.0,
+            steal: 0.0,
             top: vec![("rustc".into(), 11.5), ("kworker".into(), 0.05)],
         };
         assert_eq!(
             foreign_note(&busy),
             "other processes used 12.0% of the machine's CPU time while the measurements ran \
-             (most: rustc 11.5%): **the figures are disturbed; rerun on a quiet machine**"
+             (most: rustc 11.5%), steal 0.0%: **the figures are disturbed; rerun on a quiet \
+             machine**"
         );
         let quiet = Foreign {
             percent: 0.2,
+            steal: 0.1,
             top: vec![],
         };
         assert!(!foreign_note(&quiet).contains("disturbed"));
+    }
+
+    #[test]
+    fn cpu_shares() {
+        let before = [0, 0, 0, 0, 0, 0, 0, 0];
+        let after = [50, 0, 10, 30, 10, 0, 0, 0];
+        assert_eq!(share(&before, &after, &[3, 4]), 40.0);
+        assert_eq!(share(&before, &after, &[7]), 0.0);
+        assert_eq!(share(&before, &before, &[7]), 0.0);
     }
 
     #[test]
