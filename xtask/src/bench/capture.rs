@@ -23,11 +23,11 @@
 //! cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]
 //! ```
 
-use super::decode::split_events;
+use super::events::split_events;
+use super::procfs::{foreign_note, quiet_check, server_cpu_ms, Foreign, Watch};
 use super::{
-    bench_dir, check_release_installed, foreign_note, median, pgbench, pgbench_figure, pgbench_in,
-    positive, quiet_check, rounds_note, server_cpu_ms, spread, verdict, write_section, Foreign,
-    Machine, Watch,
+    bench_dir, check_release_installed, median, pgbench, pgbench_figure, pgbench_in, positive,
+    rounds_note, spread, verdict, write_section, Machine,
 };
 use crate::install::{install, Profile};
 use crate::Result;
@@ -266,11 +266,13 @@ fn check_capture(pg: &Cluster, script: &Path, dir: &Path) -> Result<Vec<String>>
 
 /// Runs pgbench with `args` `runs` times on each target, in forward then reverse order (ABBA),
 /// each run after a VACUUM of its database and a CHECKPOINT; returns the samples per target.
+/// Round 0 is a warm-up and is not kept: the first run of a kind was slower on every
+/// configuration.
 fn alternate(targets: &[&Target], runs: u32, args: &[&str]) -> Result<Vec<Vec<Sample>>> {
     let mut samples: Vec<Vec<Sample>> = targets.iter().map(|_| Vec::new()).collect();
-    for i in 0..runs {
+    for i in 0..=runs {
         let mut order: Vec<usize> = (0..targets.len()).collect();
-        if i % 2 == 1 {
+        if i % 2 == 0 {
             order.reverse();
         }
         for t in order {
@@ -295,6 +297,10 @@ fn alternate(targets: &[&Target], runs: u32, args: &[&str]) -> Result<Vec<Vec<Sa
                 wal_per_transaction: wal / transactions.max(1.0),
                 server_cpu_us: 1e3 * cpu / transactions.max(1.0),
             };
+            if i == 0 {
+                println!("bench: {name:<9} warm-up done");
+                continue;
+            }
             println!(
                 "bench: {name:<9} latency {:.3} ms, {:.1} tps, {:.0} WAL bytes and {:.0} µs of \
                  server CPU per transaction",
@@ -419,8 +425,9 @@ fn section(
          fsync on, every commit would also wait for a WAL flush that both configurations pay \
          alike (milliseconds on a plain disk), which only dilutes the ratio; without it the \
          capture's cost shows at its largest relative size, the stricter comparison.\n\
-         - Method: each measurement runs {runs} times per configuration, in forward then reverse \
-         order (ABBA), each run after a `VACUUM` of its database and a `CHECKPOINT`: the DDL \
+         - Method: each measurement runs {runs} times per configuration after an untimed warm-up \
+         round (the first run of a kind was slower everywhere), in forward then reverse order \
+         (ABBA), each run after a `VACUUM` of its database and a `CHECKPOINT`: the DDL \
          runs create and drop tens of thousands of tables, and catalog bloat, or an autovacuum \
          worker waking during one run and not another, made runs drift apart by more than what \
          is measured. A ratio is the median of the per-round ratios (each round runs every \

@@ -6,35 +6,33 @@
 //!
 //! 1. Release builds are installed (`cargo xtask install`); one throwaway cluster preloads
 //!    `ddl_pgoutput`, has the `ddl_sync` extension and a publication `FOR ALL TABLES WITH
-//!    (ddl = 'all')`, and gets `pgbench -i`. Both plugins run on this same cluster, so the only
-//!    difference between them is the plugin.
-//! 2. Per workload (plain tpcb-like, then tpcb-like with 1% of cheap DDL): N slots per plugin
-//!    are made, the workload runs, its end LSN is noted, and one more transaction is committed
-//!    after it so pg_recvlogical sees data past `--endpos` and stops at once.
-//! 3. N rounds, each decoding one slot per plugin with `pg_recvlogical --endpos` (a real
-//!    walsender) into a file, in alternating order (ABBA). The time is pg_recvlogical's wall
-//!    time; while it runs the walsender (the pid of pg_stat_replication's row for the slot) is
-//!    sampled from /proc/<pid>/status (VmHWM, VmRSS, RssAnon).
-//! 4. Sanity: the last output of each plugin is parsed with ddl-wire; taking the DDL events (the
-//!    Relation and Insert messages of `ddl_sync.events`, and the BEGIN/COMMIT pairs left empty)
-//!    out of ddl_pgoutput's output must leave pgoutput's output byte for byte, and there must be
-//!    exactly one event per DDL transaction pgbench ran.
+//!    (ddl = 'all')`, runs with autovacuum off, and gets `pgbench -i`. Both plugins run on this
+//!    same cluster, so the only difference between them is the plugin.
+//! 2. Per workload (plain tpcb-like, then tpcb-like with 1% of cheap DDL): N + 1 slots per
+//!    plugin are made, the workload runs, its end LSN is noted, and one more transaction is
+//!    committed after it so that pg_recvlogical sees data past `--endpos` and stops at once.
+//! 3. Round 0 decodes one slot per plugin with `pg_recvlogical --endpos` (a real walsender) into
+//!    files; rounds 1 to N are timed, write to /dev/null and alternate the order (ABBA). While
+//!    pg_recvlogical runs, the walsender (pid from pg_stat_replication, joined to the slot) is
+//!    read from /proc: its CPU time and its memory (VmHWM, VmRSS, RssAnon, RssFile, RssShmem).
+//! 4. Sanity, on round 0's files: taking the DDL events (the Relation and Insert messages of
+//!    `ddl_sync.events`, and the BEGIN/COMMIT pairs left empty) out of ddl_pgoutput's output
+//!    must leave pgoutput's output byte for byte, with exactly one event per DDL transaction
+//!    pgbench ran.
 //!
 //! ```text
 //! cargo xtask bench decode [--runs N] [--transactions N]
 //! ```
 
+use super::events::split_events;
+use super::procfs::{foreign_note, proc_cpu_ms, proc_status, quiet_check, Foreign, Status, Watch};
 use super::{
-    bench_dir, check_release_installed, foreign_note, median, pgbench, pgbench_figure, positive,
-    quiet_check, rounds_note, spread, verdict, write_section, Foreign, Machine, Watch,
+    bench_dir, check_release_installed, median, pgbench, pgbench_figure, positive, rounds_note,
+    spread, verdict, write_section, Machine,
 };
 use crate::install::{install, Profile};
 use crate::Result;
 use ddl_testkit::{Cluster, ClusterBuilder};
-use ddl_wire::{
-    EventsRelation, Message, ProtocolContext, RecvlogicalReader, Streaming, BEGIN_TAG, COMMIT_TAG,
-};
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
@@ -60,7 +58,7 @@ const DDL_SCRIPT: &str = "\\set n random(1, 1000000000)\n\
 const DDL_PREFIX: &str = "COMMENT ON TABLE pgbench_branches IS 'bench ";
 
 const PUBLICATION: &str = "bench";
-/// Committed after each workload's end LSN (see [`Workload`]).
+/// A table written to after each workload's end LSN (see [`measure`]).
 const END_MARK: &str = "bench_end";
 /// The longest one pg_recvlogical run may take.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -467,88 +465,6 @@ fn walsender_pid(pg: &Cluster, slot: &str) -> Result<Option<u32>> {
     Ok(pid.trim().parse().ok())
 }
 
-/// Memory figures of /proc/<pid>/status, in kB. VmRSS = RssAnon + RssFile + RssShmem: private
-/// memory, mapped files (the libraries' code), and the shared memory (shared buffers...) the
-/// process has touched.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Status {
-    hwm_kb: u64,
-    rss_kb: u64,
-    anon_kb: u64,
-    file_kb: u64,
-    shmem_kb: u64,
-}
-
-impl Status {
-    /// Each figure's larger value.
-    fn max(&self, other: &Status) -> Status {
-        Status {
-            hwm_kb: self.hwm_kb.max(other.hwm_kb),
-            rss_kb: self.rss_kb.max(other.rss_kb),
-            anon_kb: self.anon_kb.max(other.anon_kb),
-            file_kb: self.file_kb.max(other.file_kb),
-            shmem_kb: self.shmem_kb.max(other.shmem_kb),
-        }
-    }
-}
-
-/// The CPU time (user + system) of process `pid` in ms: `se.sum_exec_runtime` of
-/// /proc/<pid>/sched (nanosecond clock) when the kernel has it, else utime + stime of
-/// /proc/<pid>/stat (clock ticks, 10 ms); `None` once the process is gone.
-fn proc_cpu_ms(pid: u32) -> Option<f64> {
-    if let Ok(sched) = std::fs::read_to_string(format!("/proc/{pid}/sched")) {
-        if let Some(ms) = parse_sched(&sched) {
-            return Some(ms);
-        }
-    }
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-fn parse_sched(text: &str) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let (key, value) = l.split_once(':')?;
-        (key.trim() == "se.sum_exec_runtime")
-            .then(|| value.trim().parse().ok())
-            .flatten()
-    })
-}
-
-/// utime and stime are fields 14 and 15 of /proc/<pid>/stat, counted after the `)` that ends
-/// the command name (which may hold spaces); USER_HZ is 100 on Linux.
-fn parse_stat(text: &str) -> Option<f64> {
-    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i)?.parse::<u64>().ok();
-    Some((ticks(11)? + ticks(12)?) as f64 * 10.0)
-}
-
-/// `None` once the process is gone.
-fn proc_status(pid: u32) -> Option<Status> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    Some(parse_status(&text))
-}
-
-fn parse_status(text: &str) -> Status {
-    let kb = |key: &str| {
-        text.lines()
-            .find_map(|l| {
-                l.strip_prefix(key)?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-            .unwrap_or(0)
-    };
-    Status {
-        hwm_kb: kb("VmHWM:"),
-        rss_kb: kb("VmRSS:"),
-        anon_kb: kb("RssAnon:"),
-        file_kb: kb("RssFile:"),
-        shmem_kb: kb("RssShmem:"),
-    }
-}
-
 /// Compares the two outputs of one workload (see [`Sanity`]).
 fn compare(pg_path: &Path, ddl_path: &Path) -> Result<Sanity> {
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
@@ -586,69 +502,6 @@ fn compare(pg_path: &Path, ddl_path: &Path) -> Result<Sanity> {
     })
 }
 
-/// A pg_recvlogical output (protocol 1) with its DDL events taken out.
-pub(super) struct Split<'a> {
-    /// The other messages, each with its `\n`, bytes unchanged.
-    kept: Vec<&'a [u8]>,
-    /// The statements of the DDL events.
-    pub(super) events: Vec<&'a str>,
-    /// Relation messages of `ddl_sync.events` taken out.
-    event_relations: usize,
-    /// BEGIN/COMMIT pairs left empty (DDL-only transactions, which pgoutput does not send).
-    empty_transactions: usize,
-}
-
-/// Takes the Relation and Insert messages of `ddl_sync.events` out of `bytes`, then every
-/// BEGIN immediately followed by COMMIT.
-pub(super) fn split_events(bytes: &[u8]) -> Result<Split<'_>> {
-    let ctx = ProtocolContext::new(1, Streaming::Off).map_err(|e| e.to_string())?;
-    let mut reader = RecvlogicalReader::new(bytes, ctx);
-    let mut relations: HashMap<u32, EventsRelation> = HashMap::new();
-    let mut split = Split {
-        kept: Vec::new(),
-        events: Vec::new(),
-        event_relations: 0,
-        empty_transactions: 0,
-    };
-    let mut kept = Vec::new();
-    while let Some(item) = reader.next() {
-        let (offset, message) = item.map_err(|e| e.to_string())?;
-        let whole = &bytes[offset..reader.position()];
-        match &message {
-            Message::Relation(rel) => {
-                if let Some(ev) = EventsRelation::from_relation(rel).map_err(|e| e.to_string())? {
-                    relations.insert(ev.rel_id(), ev);
-                    split.event_relations += 1;
-                    continue;
-                }
-            }
-            Message::Insert(ins) => {
-                if let Some(ev) = relations.get(&ins.rel_id()) {
-                    split
-                        .events
-                        .push(ev.event(ins).map_err(|e| e.to_string())?.sql);
-                    continue;
-                }
-            }
-            _ => {}
-        }
-        kept.push(whole);
-    }
-    let mut i = 0;
-    while i < kept.len() {
-        if kept[i].first() == Some(&BEGIN_TAG)
-            && kept.get(i + 1).and_then(|m| m.first()) == Some(&COMMIT_TAG)
-        {
-            split.empty_transactions += 1;
-            i += 2;
-        } else {
-            split.kept.push(kept[i]);
-            i += 1;
-        }
-    }
-    Ok(split)
-}
-
 /// Figures of one plugin in one workload (timed runs).
 struct PluginFigures {
     best: f64,
@@ -657,7 +510,10 @@ struct PluginFigures {
     cpu_median: f64,
     /// Spread of the wall times, percent.
     spread: f64,
+    /// Each memory figure's median over the runs (one run's peak is its VmHWM).
     mem: Status,
+    /// The largest VmHWM of any run.
+    hwm_max_kb: u64,
     min_samples: u32,
 }
 
@@ -672,7 +528,8 @@ fn figures(m: &Measured, plugin: Plugin) -> PluginFigures {
         cpu_best: min(&cpu),
         cpu_median: median(&cpu),
         spread: spread(&secs),
-        mem: runs.iter().fold(Status::default(), |m, r| m.max(&r.mem)),
+        mem: Status::median(&runs.iter().map(|r| r.mem).collect::<Vec<_>>()),
+        hwm_max_kb: runs.iter().map(|r| r.mem.hwm_kb).max().unwrap_or(0),
         min_samples: runs.iter().map(|r| r.samples).min().unwrap_or(0),
     }
 }
@@ -802,8 +659,10 @@ fn section(
          files: the code of the libraries, shared with every process) + RssShmem (the shared \
          memory the process touched: shared buffers, ...). RssFile and RssShmem are pages shared \
          with other processes, which another walsender does not add again; RssAnon is what each \
-         walsender adds. Each memory figure is the largest over the {runs} timed runs of a \
-         plugin. Spread is (slowest - fastest) / median of a plugin's wall times: the noise of \
+         walsender adds. Each memory figure in the tables is the median over the {runs} timed \
+         runs of a plugin of that run's value (one run's peak is its VmHWM; the others are the \
+         largest values its readings saw): single runs sometimes touch another MiB or two of \
+         library code, whichever the plugin. Spread is (slowest - fastest) / median of a plugin's wall times: the noise of \
          this machine, against which the ratio has to be read.\n\
          - Sanity (round 0): both outputs are parsed with ddl-wire; taking the DDL events out of \
          ddl_pgoutput's (Relation and Insert messages of `ddl_sync.events`, then the BEGIN/COMMIT \
@@ -862,8 +721,9 @@ fn section(
             "\n- Time ddl_pgoutput / pgoutput, wall: **{:.3}** best of {runs} (median {:.3}) \
              (target <= {TIME_RATIO_TARGET}: {}; {}); walsender CPU: **{:.3}** best (median \
              {:.3}) ({}; {})\n\
-             - Walsender peak memory (VmHWM) ddl_pgoutput - pgoutput: **{:+.2} MiB** \
-             (target <= +{MEMORY_TARGET_MIB} MiB: {}); by part (maxima): RssAnon {:+.2} MiB (private \
+             - Walsender peak memory (VmHWM, median of the runs) ddl_pgoutput - pgoutput: \
+             **{:+.2} MiB** (target <= +{MEMORY_TARGET_MIB} MiB: {}; the largest VmHWM of any run: \
+             {} and {}); by part (medians): RssAnon {:+.2} MiB (private \
              memory; judged alone: {}), RssFile {:+.2} MiB, RssShmem {:+.2} MiB\n\
              - Sanity: {}. ddl_pgoutput's {} bytes less {} events, {} `ddl_sync.events` Relation \
              messages and {} emptied BEGIN/COMMIT pairs ({} bytes) {} pgoutput's {} bytes ({} \
@@ -879,6 +739,8 @@ fn section(
             rounds_note(&round_ratios(m, |r| r.cpu_ms), |r| r <= TIME_RATIO_TARGET),
             r.memory_mib,
             verdict(r.memory_mib <= MEMORY_TARGET_MIB),
+            mib(pg.hwm_max_kb),
+            mib(ddl.hwm_max_kb),
             diff(|m| m.anon_kb),
             verdict(diff(|m| m.anon_kb) <= MEMORY_TARGET_MIB),
             diff(|m| m.file_kb),
@@ -915,93 +777,5 @@ mod tests {
                       - 1010 transactions (1.0% of total, tps = 16.7)\n";
         assert_eq!(script_transactions(report, "ddl.sql").unwrap(), 1010);
         assert!(script_transactions(report, "other.sql").is_err());
-    }
-
-    #[test]
-    fn cpu_time_is_read() {
-        let sched = "postgres (123, #threads: 1)\n---\nse.exec_start  :  5704350.245029\n\
-                     se.sum_exec_runtime                          :          2345.678901\n";
-        assert_eq!(parse_sched(sched), Some(2345.678901));
-        assert_eq!(parse_sched("se.vruntime : 1.0\n"), None);
-        let stat = "123 (postgres: walsender x) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 1 0";
-        assert_eq!(parse_stat(stat), Some(1750.0));
-    }
-
-    #[test]
-    fn proc_status_is_read() {
-        let text = "Name:\tpostgres\nVmPeak:\t  230000 kB\nVmHWM:\t   20480 kB\n\
-                    VmRSS:\t   10240 kB\nRssAnon:\t    2048 kB\nRssFile:\t 8000 kB\n";
-        let s = parse_status(text);
-        assert_eq!((s.hwm_kb, s.rss_kb, s.anon_kb), (20480, 10240, 2048));
-    }
-
-    #[test]
-    fn ddl_events_and_their_empty_transactions_are_taken_out() {
-        use ddl_wire::{
-            event_columns, write_begin, write_commit, write_insert, write_relation, Column, PgStr,
-            TupleValue,
-        };
-        let mut file = Vec::new();
-        let mut push = |m: Vec<u8>| {
-            file.extend_from_slice(&m);
-            file.push(b'\n');
-        };
-        let mut begin = Vec::new();
-        write_begin(0x10, 0, 7, &mut begin);
-        let mut commit = Vec::new();
-        write_commit(0x10, 0x18, 0, &mut commit);
-        let names: Vec<std::ffi::CString> = event_columns()
-            .map(|(n, _)| std::ffi::CString::new(n).unwrap())
-            .collect();
-        let types: Vec<u32> = event_columns()
-            .map(|(_, t)| match t {
-                "pg_lsn" => 3220,
-                "bigint" => 20,
-                "boolean" => 16,
-                _ => 25,
-            })
-            .collect();
-        let columns: Vec<Column> = names
-            .iter()
-            .zip(&types)
-            .map(|(n, &t)| Column::new(0, PgStr::from(n.as_c_str()), t, -1))
-            .collect();
-        let mut relation = Vec::new();
-        write_relation(
-            None,
-            99,
-            c"ddl_sync".into(),
-            c"events".into(),
-            b'd',
-            &columns,
-            &mut relation,
-        )
-        .unwrap();
-        let values: Vec<&[u8]> = event_columns()
-            .map(|(n, t)| match (n, t) {
-                ("sql", _) => &b"COMMENT ON TABLE pgbench_branches IS 'bench 7'"[..],
-                (_, "pg_lsn") => b"0/10",
-                (_, "bigint") => b"7",
-                (_, "boolean") => b"t",
-                _ => b"x",
-            })
-            .collect();
-        let tuple: Vec<TupleValue> = values.iter().map(|v| TupleValue::Text(v)).collect();
-        let mut insert = Vec::new();
-        write_insert(None, 99, &tuple, &mut insert).unwrap();
-
-        push(begin.clone());
-        push(relation);
-        push(insert);
-        push(commit.clone());
-        push(begin.clone());
-        push(commit.clone());
-        let split = split_events(&file).unwrap();
-        assert_eq!(
-            split.events,
-            ["COMMENT ON TABLE pgbench_branches IS 'bench 7'"]
-        );
-        assert_eq!((split.event_relations, split.empty_transactions), (1, 2));
-        assert!(split.kept.is_empty());
     }
 }

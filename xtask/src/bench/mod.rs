@@ -2,17 +2,23 @@
 //! own section of BENCHMARKS.md (the other sections are kept as they are).
 //!
 //! ```text
-//! cargo xtask bench wire [--runs N] [--recapture]        ddl-wire against other pgoutput parsers
-//! cargo xtask bench decode [--runs N] [--transactions N] ddl_pgoutput against pgoutput, same WAL
-//! cargo xtask bench capture [--runs N] [--seconds S]     DDL latency and TPS with the capture hook
+//! cargo xtask bench wire [--runs N] [--recapture]       ddl-wire against other pgoutput parsers
+//! cargo xtask bench decode [--runs N] [--transactions N]
+//!                                         ddl_pgoutput against pgoutput on the same WAL
+//! cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]
+//!                                         DDL latency and TPS with and without capture
 //! ```
 //!
-//! What every section holds: the date, the machine, the server, the workload, the method, the
-//! figures, the ratios against the targets, and the command that reproduces it. The helpers
-//! shared by the commands live here: the machine's description, the section rewriting, pgbench.
+//! What every section holds: the date, the machine (and how quiet it was), the server, the
+//! workload, the method, the figures, the ratios against the targets, and the command that
+//! reproduces it. Shared here: the machine's description, the section rewriting, pgbench and
+//! the statistics; `procfs` reads /proc (load, CPU time, memory), `events` reads the DDL events
+//! of a `ddl_pgoutput` stream.
 
 mod capture;
 mod decode;
+mod events;
+mod procfs;
 mod wire;
 
 use crate::cmd::Cmd;
@@ -106,257 +112,6 @@ impl Machine {
     fn line(&self) -> String {
         format!("{} CPUs (nproc), {}; {}", self.nproc, self.cpu, self.rustc)
     }
-}
-
-/// The `cpu` line of /proc/stat: user nice system idle iowait irq softirq steal, in clock
-/// ticks summed over all CPUs (guest time is inside user and nice).
-fn cpu_ticks() -> Result<[u64; 8]> {
-    let stat = std::fs::read_to_string("/proc/stat")
-        .map_err(|e| format!("cannot read /proc/stat: {e}"))?;
-    let mut ticks = [0; 8];
-    let line = stat
-        .lines()
-        .find_map(|l| l.strip_prefix("cpu "))
-        .ok_or("no cpu line in /proc/stat")?;
-    for (t, f) in ticks.iter_mut().zip(line.split_whitespace()) {
-        *t = f.parse().unwrap_or(0);
-    }
-    Ok(ticks)
-}
-
-/// Percent of the ticks between two [`cpu_ticks`] readings that went to the fields `which`.
-fn share(before: &[u64; 8], after: &[u64; 8], which: &[usize]) -> f64 {
-    let delta = |i: usize| after[i].saturating_sub(before[i]);
-    let total: u64 = (0..8).map(delta).sum();
-    100.0 * which.iter().map(|&i| delta(i)).sum::<u64>() as f64 / total.max(1) as f64
-}
-
-/// How idle the CPUs were over `window` (idle + iowait), in percent, to show that nothing
-/// else ran: call it when the clusters are ready and before the measurements.
-fn cpu_idle(window: std::time::Duration) -> Result<f64> {
-    let before = cpu_ticks()?;
-    std::thread::sleep(window);
-    Ok(share(&before, &cpu_ticks()?, &[3, 4]))
-}
-
-/// Prints and returns how idle the machine is, warning when it is busy.
-fn quiet_check() -> Result<f64> {
-    let idle = cpu_idle(std::time::Duration::from_secs(3))?;
-    println!("bench: CPUs {idle:.0}% idle over 3 s before the measurements");
-    if idle < 90.0 {
-        println!(
-            "bench: WARNING: something else is using the CPUs; the figures will be noisy \
-             (check `ps -eo pcpu,args --sort=-pcpu | head`)"
-        );
-    }
-    Ok(idle)
-}
-
-/// Watches how much CPU time processes that are not part of the benchmark use while it runs:
-/// another build or test on the machine makes the figures mean little, and the section says so.
-///
-/// Ours are this process and its descendants (pgbench, psql, pg_recvlogical) and the given
-/// postmasters and their children; kernel threads are left out. Every [`WATCH_EVERY`] it reads
-/// /proc/<pid>/stat of every process and adds up the CPU time the others used since the last
-/// reading (a process that starts and ends between two readings is missed).
-struct Watch {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: std::thread::JoinHandle<std::collections::HashMap<String, u64>>,
-    started: std::time::Instant,
-    ticks: [u64; 8],
-}
-
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
-
-impl Watch {
-    fn start(pg: &[&Cluster]) -> Result<Watch> {
-        let mut roots = vec![std::process::id()];
-        for pg in pg {
-            roots.push(postmaster_pid(pg)?);
-        }
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut last = processes();
-            // Clock ticks per command name.
-            let mut foreign: std::collections::HashMap<String, u64> = Default::default();
-            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(WATCH_EVERY);
-                let now = processes();
-                let ours = descendants(&now, &roots);
-                for (pid, p) in &now {
-                    if ours.contains(pid) || p.ppid == 2 || *pid == 2 {
-                        continue;
-                    }
-                    let before = last.get(pid).map_or(0, |b| b.ticks);
-                    let used = p.ticks.saturating_sub(before);
-                    if used > 0 {
-                        *foreign.entry(p.comm.clone()).or_default() += used;
-                    }
-                }
-                last = now;
-            }
-            foreign
-        });
-        Ok(Watch {
-            stop,
-            thread,
-            started: std::time::Instant::now(),
-            ticks: cpu_ticks()?,
-        })
-    }
-
-    /// Stops watching; returns what other processes used.
-    fn finish(self) -> Foreign {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let by_name = self.thread.join().unwrap_or_default();
-        let nproc = std::thread::available_parallelism().map_or(1, |n| n.get());
-        // USER_HZ is 100 on Linux.
-        let capacity = (self.started.elapsed().as_secs_f64() * 100.0 * nproc as f64).max(1.0);
-        let mut top: Vec<(String, u64)> = by_name.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let steal = cpu_ticks().map_or(0.0, |now| share(&self.ticks, &now, &[7]));
-        Foreign {
-            percent: 100.0 * top.iter().map(|(_, t)| *t).sum::<u64>() as f64 / capacity,
-            steal,
-            top: top
-                .into_iter()
-                .take(3)
-                .map(|(name, t)| (name, 100.0 * t as f64 / capacity))
-                .collect(),
-        }
-    }
-}
-
-/// The CPU time other processes used while a benchmark ran, as shares of the machine's.
-struct Foreign {
-    percent: f64,
-    /// CPU time the hypervisor gave to other guests (steal), percent.
-    steal: f64,
-    /// The largest users by command name.
-    top: Vec<(String, f64)>,
-}
-
-/// The pid of a cluster's postmaster, from its postmaster.pid.
-fn postmaster_pid(pg: &Cluster) -> Result<u32> {
-    let pidfile = pg.data_dir().join("postmaster.pid");
-    let text = std::fs::read_to_string(&pidfile)
-        .map_err(|e| format!("cannot read {}: {e}", pidfile.display()))?;
-    text.lines()
-        .next()
-        .and_then(|l| l.trim().parse().ok())
-        .ok_or_else(|| format!("no pid in {}", pidfile.display()))
-}
-
-/// CPU time the cluster's server processes have used so far, ms: the postmaster's own and
-/// that of its children that have exited (its cutime and cstime: the kernel adds a child's
-/// time when the postmaster reaps it), plus every live process below it. The difference of
-/// two readings is what the server spent between them, backends of finished clients included.
-fn server_cpu_ms(pg: &Cluster) -> Result<f64> {
-    let pid = postmaster_pid(pg)?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("cannot read /proc/{pid}/stat: {e}"))?;
-    let own = parse_total_ticks(&stat).ok_or_else(|| format!("cannot parse /proc/{pid}/stat"))?;
-    let all = processes();
-    let live: u64 = descendants(&all, &[pid])
-        .iter()
-        .filter(|&&p| p != pid)
-        .filter_map(|p| all.get(p))
-        .map(|p| p.ticks)
-        .sum();
-    // USER_HZ is 100 on Linux.
-    Ok((own + live) as f64 * 10.0)
-}
-
-/// utime + stime + cutime + cstime (fields 14 to 17) of a /proc/<pid>/stat.
-fn parse_total_ticks(stat: &str) -> Option<u64> {
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    (11..=14).map(|i| fields.get(i)?.parse::<u64>().ok()).sum()
-}
-
-/// One process of /proc.
-struct Proc {
-    comm: String,
-    ppid: u32,
-    /// utime + stime, clock ticks.
-    ticks: u64,
-}
-
-fn processes() -> std::collections::HashMap<u32, Proc> {
-    let mut all = std::collections::HashMap::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return all;
-    };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some(p) = parse_proc_stat(&stat) {
-            all.insert(pid, p);
-        }
-    }
-    all
-}
-
-/// ppid is field 4, utime and stime fields 14 and 15, counted after the `)` that ends the
-/// command name (which may hold spaces).
-fn parse_proc_stat(stat: &str) -> Option<Proc> {
-    let (head, tail) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = tail.split_whitespace().collect();
-    let num = |i: usize| fields.get(i)?.parse::<u64>().ok();
-    Some(Proc {
-        comm: head.split_once('(')?.1.to_string(),
-        ppid: u32::try_from(num(1)?).ok()?,
-        ticks: num(11)? + num(12)?,
-    })
-}
-
-/// `roots` and every process below them.
-fn descendants(
-    all: &std::collections::HashMap<u32, Proc>,
-    roots: &[u32],
-) -> std::collections::HashSet<u32> {
-    let mut ours: std::collections::HashSet<u32> = roots.iter().copied().collect();
-    loop {
-        let before = ours.len();
-        for (pid, p) in all {
-            if ours.contains(&p.ppid) {
-                ours.insert(*pid);
-            }
-        }
-        if ours.len() == before {
-            return ours;
-        }
-    }
-}
-
-/// The sentence for a section about what else ran, from [`Watch::finish`].
-fn foreign_note(foreign: &Foreign) -> String {
-    let top: Vec<String> = foreign
-        .top
-        .iter()
-        .filter(|(_, p)| *p >= 0.1)
-        .map(|(name, p)| format!("{name} {p:.1}%"))
-        .collect();
-    let mut note = format!(
-        "other processes used {:.1}% of the machine's CPU time while the measurements ran",
-        foreign.percent
-    );
-    if !top.is_empty() {
-        note.push_str(&format!(" (most: {})", top.join(", ")));
-    }
-    note.push_str(&format!(", steal {:.1}%", foreign.steal));
-    if foreign.percent > 5.0 || foreign.steal > 5.0 {
-        note.push_str(": **the figures are disturbed; rerun on a quiet machine**");
-    }
-    note
 }
 
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
@@ -533,60 +288,6 @@ mod tests {
         );
         assert!(rounds_note(&[0.98, 1.02], |r| r <= 1.1).contains("cannot tell"));
         assert!(rounds_note(&[0.98, 0.99], |r| r >= 0.99).contains("met in 1 of 2"));
-    }
-
-    #[test]
-    fn process_trees_are_followed() {
-        let stat = "42 (postgres: walsender x (y)) S 7 42 42 0 -1 4194560 1 0 0 0 150 25 0 0";
-        let p = parse_proc_stat(stat).unwrap();
-        let reaped = "1 (postgres) S 0 1 1 0 -1 0 0 0 0 0 150 25 300 40 20 0";
-        assert_eq!(parse_total_ticks(reaped), Some(515));
-        assert_eq!(
-            (p.comm.as_str(), p.ppid, p.ticks),
-            ("postgres: walsender x (y)", 7, 175)
-        );
-        let all: std::collections::HashMap<u32, Proc> = [(7, 1), (42, 7), (43, 42), (50, 1)]
-            .into_iter()
-            .map(|(pid, ppid)| {
-                let comm = String::new();
-                (
-                    pid,
-                    Proc {
-                        comm,
-                        ppid,
-                        ticks: 0,
-                    },
-                )
-            })
-            .collect();
-        let ours = descendants(&all, &[7]);
-        assert!(ours.contains(&43) && ours.contains(&42) && !ours.contains(&50));
-        let busy = Foreign {
-            percent: 12.0,
-            steal: 0.0,
-            top: vec![("rustc".into(), 11.5), ("kworker".into(), 0.05)],
-        };
-        assert_eq!(
-            foreign_note(&busy),
-            "other processes used 12.0% of the machine's CPU time while the measurements ran \
-             (most: rustc 11.5%), steal 0.0%: **the figures are disturbed; rerun on a quiet \
-             machine**"
-        );
-        let quiet = Foreign {
-            percent: 0.2,
-            steal: 0.1,
-            top: vec![],
-        };
-        assert!(!foreign_note(&quiet).contains("disturbed"));
-    }
-
-    #[test]
-    fn cpu_shares() {
-        let before = [0, 0, 0, 0, 0, 0, 0, 0];
-        let after = [50, 0, 10, 30, 10, 0, 0, 0];
-        assert_eq!(share(&before, &after, &[3, 4]), 40.0);
-        assert_eq!(share(&before, &after, &[7]), 0.0);
-        assert_eq!(share(&before, &before, &[7]), 0.0);
     }
 
     #[test]
