@@ -14,5 +14,3 @@ GRANT SELECT ON TABLE ddl_sync.publication_ddl_config TO PUBLIC;
 -- texts of pg_stat_activity): a replication role that is not superuser needs
 -- GRANT SELECT ON ddl_sync.events TO that_role for the initial table sync.
 REVOKE ALL ON TABLE ddl_sync.events FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION ddl_sync.forget_dropped_objects() FROM PUBLIC;

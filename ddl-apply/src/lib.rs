@@ -6,8 +6,9 @@
 //!   `user_catalog_table`, read by the output plugin under the historic snapshot), with the SQL
 //!   functions that change it ([`config`]: `set_publication_ddl`, `add_schema_rule`,
 //!   `add_relation_rule`, `add_object_rule`, `set_rule_enabled`, `remove_rule`), the view
-//!   `ddl_sync.publication_ddl_config` and `ddl_sync.list_rules` that show it in words, and an
-//!   `sql_drop` event trigger that removes the rows of dropped objects;
+//!   `ddl_sync.publication_ddl_config` and `ddl_sync.list_rules` that show it in words (the rows
+//!   of dropped objects are removed by the capture's `sql_drop` event trigger, in
+//!   `ddl_pgoutput.so`);
 //! * `ddl_sync.events`, the relation whose INSERTs carry DDL from publishers to subscribers;
 //! * the text forms of the configuration ([`kinds`]: `parse_ddl_kinds`, `format_ddl_kinds`,
 //!   `parse_ddl_rules`), which are ddl-filter's.
@@ -33,11 +34,6 @@ extension_sql_file!(
     "../sql/config_view.sql",
     name = "config_view",
     requires = ["catalog", kinds::format_ddl_kinds]
-);
-extension_sql_file!(
-    "../sql/drop_trigger.sql",
-    name = "drop_trigger",
-    requires = ["catalog"]
 );
 extension_sql_file!(
     "../sql/capture.sql",
@@ -375,22 +371,25 @@ mod tests {
     }
 
     #[pg_test]
-    fn the_drop_trigger_belongs_to_the_extension_and_fires_always() {
-        let trigger = rows(
+    fn the_capture_triggers_belong_to_the_extension_and_fire_always() {
+        let triggers = rows(
             "SELECT e.evtevent::text, e.evtenabled::text, e.evtfoid::regprocedure::text,
                     (SELECT x.extname::text FROM pg_depend d JOIN pg_extension x ON x.oid = d.refobjid
                      WHERE d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid
                        AND d.deptype = 'e')
-             FROM pg_event_trigger e WHERE e.evtname = 'ddl_sync_forget_dropped_objects'",
+             FROM pg_event_trigger e WHERE e.evtname LIKE 'ddl\\_sync\\_%' ORDER BY e.evtname",
         );
+        let row = |event: &str, function: &str| {
+            [event, "A", function, "ddl_sync"]
+                .map(|s| Some(s.to_owned()))
+                .to_vec()
+        };
         assert_eq!(
-            trigger,
-            vec![vec![
-                Some("sql_drop".into()),
-                Some("A".into()),
-                Some("ddl_sync.forget_dropped_objects()".into()),
-                Some("ddl_sync".into()),
-            ]]
+            triggers,
+            vec![
+                row("ddl_command_end", "ddl_sync.capture_ddl_command_end()"),
+                row("sql_drop", "ddl_sync.capture_sql_drop()"),
+            ]
         );
     }
 

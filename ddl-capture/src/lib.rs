@@ -16,7 +16,9 @@
 //!
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
+mod collection;
 mod emit;
+mod forget;
 mod hook;
 mod publication;
 pub mod rules;

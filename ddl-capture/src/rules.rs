@@ -16,15 +16,17 @@ use pgrx::prelude::*;
 use std::ffi::{CStr, CString};
 
 /// One row of `ddl_sync.publication_sync`.
-struct Row {
-    pubid: pg_sys::Oid,
-    kind: u8,
-    nspid: pg_sys::Oid,
-    relid: pg_sys::Oid,
-    objid: pg_sys::Oid,
-    enabled: bool,
-    ddl: i32,
-    extra: Option<String>,
+pub(crate) struct Row {
+    pub pubid: pg_sys::Oid,
+    /// `p`ublication, `n`amespace, `r`elation or `o`bject.
+    pub kind: u8,
+    pub nspid: pg_sys::Oid,
+    /// The relation of an `r` row; the catalog of the object of an `o` row.
+    pub relid: pg_sys::Oid,
+    pub objid: pg_sys::Oid,
+    pub enabled: bool,
+    pub ddl: i32,
+    pub extra: Option<String>,
 }
 
 impl Row {
@@ -68,68 +70,115 @@ pub unsafe fn publication_oids(names: &[String]) -> Vec<pg_sys::Oid> {
         .collect()
 }
 
-/// Whether one of the publications `pubids` (every publication when `None`) takes `record`.
-///
-/// # Safety
-/// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
-/// historic snapshot set up).
-pub unsafe fn wanted(pubids: Option<&[pg_sys::Oid]>, record: &DdlRecord<'_>) -> bool {
-    let Some(kind) = DdlKinds::parse(record.kind)
-        .ok()
-        .and_then(|k| k.token().and(k.kinds().next()))
-    else {
-        warning!(
-            "ddl_sync: DDL record of xid {} has kind \"{}\", which is not one DDL kind; not sent",
-            record.xid,
-            record.kind
-        );
-        return false;
-    };
-    if pubids.is_some_and(|p| p.is_empty()) {
-        return false;
+/// The DDL rules of some publications, as `publication_sync` holds them.
+pub struct PublicationRules {
+    rows: Vec<Row>,
+    /// The publications asked about, in OID order.
+    pubids: Vec<pg_sys::Oid>,
+}
+
+impl PublicationRules {
+    /// The rules of the publications `pubids`, or of every publication when `None`.
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
+    /// historic snapshot set up).
+    pub unsafe fn read(pubids: Option<&[pg_sys::Oid]>) -> PublicationRules {
+        let rows = if pubids.is_some_and(|p| p.is_empty()) {
+            Vec::new()
+        } else {
+            read_rows(pubids)
+        };
+        let mut pubids: Vec<pg_sys::Oid> = match pubids {
+            Some(p) => p.to_vec(),
+            None => rows.iter().map(|r| r.pubid).collect(),
+        };
+        pubids.sort_unstable_by_key(|oid| u32::from(*oid));
+        pubids.dedup();
+        PublicationRules { rows, pubids }
     }
-    let rows = read_rows(pubids);
-    let mut all: Vec<pg_sys::Oid> = rows.iter().map(|r| r.pubid).collect();
-    all.sort_unstable_by_key(|oid| u32::from(*oid));
-    all.dedup();
-    let pubids = pubids.unwrap_or(&all);
-    let candidate = DdlCandidate {
-        kind,
-        tag: record.command_tag,
-        schema: (!record.schema.is_empty()).then_some(record.schema),
-        identity: (!record.object_identity.is_empty()).then_some(record.object_identity),
-        sql: record.sql,
-    };
-    pubids.iter().any(|pubid| {
-        let decisive = rows
-            .iter()
-            .filter(|r| r.pubid == *pubid && r.enabled)
-            .filter_map(|r| r.rank(record).map(|rank| (rank, r)))
-            .max_by_key(|(rank, _)| *rank);
-        let Some((_, row)) = decisive else {
+
+    /// Whether `publication_sync` has no row for these publications, enabled or not.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Whether no publication replicates any DDL (no enabled row): then nothing is captured, and
+    /// the capture stops before it asks PostgreSQL about the statement.
+    pub fn none_enabled(&self) -> bool {
+        !self.rows.iter().any(|r| r.enabled)
+    }
+
+    /// Whether one of the publications takes `record`.
+    pub fn wanted(&self, record: &DdlRecord<'_>) -> bool {
+        let Some(kind) = DdlKinds::parse(record.kind)
+            .ok()
+            .and_then(|k| k.token().and(k.kinds().next()))
+        else {
+            warning!(
+                "ddl_sync: DDL record of xid {} has kind \"{}\", which is not one DDL kind; not sent",
+                record.xid,
+                record.kind
+            );
             return false;
         };
-        let mut builder = RuleSetBuilder::new();
-        builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
-        if let Some(extra) = &row.extra {
-            builder.text(extra);
-        }
-        match builder.build() {
-            Ok(rules) => rules.decide(&candidate).replicate(),
-            Err(e) => {
-                // The functions that write the catalog validate rules; a row that still fails
-                // was written by hand. Sending the DDL is the choice that loses nothing: the
-                // subscriber applies its own rules again.
-                warning!("ddl_sync: ignoring unreadable rules of publication_sync row: {e}");
-                DdlKinds::from_bits_truncate(row.ddl).contains(kind.kinds())
+        let candidate = DdlCandidate {
+            kind,
+            tag: record.command_tag,
+            schema: (!record.schema.is_empty()).then_some(record.schema),
+            identity: (!record.object_identity.is_empty()).then_some(record.object_identity),
+            sql: record.sql,
+        };
+        self.pubids.iter().any(|pubid| {
+            let decisive = self
+                .rows
+                .iter()
+                .filter(|r| r.pubid == *pubid && r.enabled)
+                .filter_map(|r| r.rank(record).map(|rank| (rank, r)))
+                .max_by_key(|(rank, _)| *rank);
+            let Some((_, row)) = decisive else {
+                return false;
+            };
+            let mut builder = RuleSetBuilder::new();
+            builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
+            if let Some(extra) = &row.extra {
+                builder.text(extra);
             }
-        }
-    })
+            match builder.build() {
+                Ok(rules) => rules.decide(&candidate).replicate(),
+                Err(e) => {
+                    // The functions that write the catalog validate rules; a row that still
+                    // fails was written by hand. Sending the DDL is the choice that loses
+                    // nothing: the subscriber applies its own rules again.
+                    warning!("ddl_sync: ignoring unreadable rules of publication_sync row: {e}");
+                    DdlKinds::from_bits_truncate(row.ddl).contains(kind.kinds())
+                }
+            }
+        })
+    }
 }
 
 /// The rows of `publication_sync` for `pubids` (all when `None`); none when the extension is
 /// not installed.
 unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
+    let mut rows = Vec::new();
+    scan(pg_sys::AccessShareLock, |_, _, row| {
+        if pubids.is_none_or(|p| p.contains(&row.pubid)) {
+            rows.push(row);
+        }
+    });
+    rows
+}
+
+/// Gives `each` every row of `publication_sync` with the table (locked in `lockmode`) and the
+/// row's tuple (valid until the next row). Nothing when the extension is not installed.
+///
+/// # Safety
+/// Runs in a backend inside a transaction.
+pub(crate) unsafe fn scan(
+    lockmode: u32,
+    mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, Row),
+) {
     let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
     let relid = if nsp == pg_sys::InvalidOid {
         pg_sys::InvalidOid
@@ -137,9 +186,10 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
         pg_sys::get_relname_relid(c"publication_sync".as_ptr(), nsp)
     };
     if relid == pg_sys::InvalidOid {
-        return Vec::new();
+        return;
     }
-    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let lockmode = lockmode as pg_sys::LOCKMODE;
+    let rel = pg_sys::table_open(relid, lockmode);
     let desc = (*rel).rd_att;
     let natts = (*desc).natts as usize;
     let position = |name: &CStr| {
@@ -161,12 +211,11 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
     ]
     .map(position);
     let Some(at) = columns.iter().copied().collect::<Option<Vec<usize>>>() else {
-        pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::table_close(rel, lockmode);
         error!("ddl_sync: ddl_sync.publication_sync lacks a column this version reads");
     };
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
-    let mut rows = Vec::new();
     // A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
     // transaction PostgreSQL allows only these, which check for a concurrent abort.
     let scan = pg_sys::systable_beginscan(
@@ -184,12 +233,8 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
         }
         pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
         let oid = |i: usize| pg_sys::Oid::from(values[at[i]].value() as u32);
-        let pubid = oid(0);
-        if pubids.is_some_and(|p| !p.contains(&pubid)) {
-            continue;
-        }
-        rows.push(Row {
-            pubid,
+        let row = Row {
+            pubid: oid(0),
             kind: values[at[1]].value() as u8,
             nspid: oid(2),
             relid: oid(3),
@@ -200,9 +245,9 @@ unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
                 let text = pg_sys::text_to_cstring(values[at[7]].cast_mut_ptr());
                 CStr::from_ptr(text).to_string_lossy().into_owned()
             }),
-        });
+        };
+        each(rel, tuple, row);
     }
     pg_sys::systable_endscan(scan);
-    pg_sys::table_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    rows
+    pg_sys::table_close(rel, lockmode);
 }

@@ -12,6 +12,10 @@ use std::cell::RefCell;
 pub struct Dropped {
     pub class_id: u32,
     pub object_id: u32,
+    /// A column's number, 0 for a whole object.
+    pub sub_id: i32,
+    /// Dropped by the statement itself, not because it depended on what was.
+    pub original: bool,
     pub schema: String,
     pub identity: String,
     pub object_type: String,

@@ -17,12 +17,11 @@
 //! triggers lack: the statement's own text and whether the client sent it.
 
 use crate::statement::{self, Dropped, Statement};
-use crate::{emit, rules};
+use crate::{collection, emit, forget, rules};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::spi::Spi;
 use std::ffi::CStr;
 
 /// `PG_FUNCTION_INFO_V1` for a function PostgreSQL calls by symbol name.
@@ -40,7 +39,8 @@ macro_rules! function_info_v1 {
 function_info_v1!(pg_finfo_ddl_sync_capture_sql_drop);
 function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
 
-/// `sql_drop`: remember what the innermost statement dropped; `ddl_command_end` follows.
+/// `sql_drop`: remember what the innermost statement dropped (`ddl_command_end` follows), and
+/// forget the rules about it.
 ///
 /// # Safety
 /// Called by PostgreSQL as an event trigger function.
@@ -50,11 +50,16 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
     event_trigger_data(fcinfo);
-    if pg_sys::creating_extension {
-        return pg_sys::Datum::from(0usize);
+    let rules = rules::PublicationRules::read(None);
+    if rules.is_empty() {
+        return pg_sys::Datum::from(0usize); // nothing to capture, no rule to forget
     }
     let dropped = dropped_objects();
-    statement::with_innermost(|s| s.dropped.extend(dropped));
+    forget::forget(&dropped);
+    if !pg_sys::creating_extension && !rules.none_enabled() {
+        let original = dropped.into_iter().filter(|d| d.original);
+        statement::with_innermost(|s| s.dropped.extend(original));
+    }
     pg_sys::Datum::from(0usize)
 }
 
@@ -103,6 +108,12 @@ struct Target {
 }
 
 unsafe fn capture(tag: &str) {
+    // Most statements of a database without DDL publications stop here, having read one small
+    // catalog: nothing below is free (the command collection computes every object's identity).
+    let rules = rules::PublicationRules::read(None);
+    if rules.none_enabled() {
+        return;
+    }
     let Some(target) = target(tag) else { return };
     if target.temporary || is_system_schema(&target.schema) {
         return;
@@ -159,7 +170,7 @@ unsafe fn capture(tag: &str) {
         session_user: &session.session_user,
         database: &session.database,
     };
-    if !rules::wanted(None, &record) {
+    if !rules.wanted(&record) {
         return;
     }
     if record.sql.is_empty() {
@@ -173,36 +184,37 @@ unsafe fn capture(tag: &str) {
 }
 
 /// The object of the statement: the `ddl_command_end` row with the statement's own tag (a
-/// CREATE TABLE also reports the sequences and indexes it made), else what it dropped.
+/// CREATE TABLE also reports the sequences and indexes it made), else the first, else what it
+/// dropped.
 unsafe fn target(tag: &str) -> Option<Target> {
-    let created = Spi::connect(|client| {
-        let rows = client.select(
-            "SELECT classid, objid, coalesce(schema_name, ''), coalesce(object_identity, ''),
-                    object_type, command_tag = $1
-               FROM pg_catalog.pg_event_trigger_ddl_commands()
-              WHERE NOT in_extension
-              ORDER BY command_tag = $1 DESC
-              LIMIT 1",
-            None,
-            &[tag.into()],
-        )?;
-        let mut found = None;
-        for row in rows {
-            let schema: String = row.get(3)?.unwrap_or_default();
-            found = Some(Target {
-                class_id: row.get::<pg_sys::Oid>(1)?.map_or(0, u32::from),
-                object_id: row.get::<pg_sys::Oid>(2)?.map_or(0, u32::from),
-                temporary: schema.starts_with("pg_temp"),
-                schema,
-                identity: row.get(4)?.unwrap_or_default(),
-                object_type: row.get(5)?.unwrap_or_default(),
-                sql: None,
-            });
+    let mut first = None;
+    let mut own = None;
+    collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, |row| {
+        if own.is_some() || row.bool(c"in_extension") {
+            return;
         }
-        Ok::<_, pgrx::spi::Error>(found)
-    })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read the commands of {tag}: {e}"));
-    created.or_else(|| statement::with_innermost(dropped_target).flatten())
+        let is_own = row.text(c"command_tag") == tag;
+        if !is_own && first.is_some() {
+            return;
+        }
+        let schema = row.text(c"schema_name");
+        let found = Target {
+            class_id: row.oid(c"classid"),
+            object_id: row.oid(c"objid"),
+            temporary: schema.starts_with("pg_temp"),
+            schema,
+            identity: row.text(c"object_identity"),
+            object_type: row.text(c"object_type"),
+            sql: None,
+        };
+        if is_own {
+            own = Some(found);
+        } else {
+            first = Some(found);
+        }
+    });
+    own.or(first)
+        .or_else(|| statement::with_innermost(dropped_target).flatten())
 }
 
 /// The target of a DROP, from what `sql_drop` reported. A statement that drops several objects
@@ -233,29 +245,20 @@ fn partly_temporary_drop(permanent: &[&Dropped], cascade: bool) -> String {
 }
 
 unsafe fn dropped_objects() -> Vec<Dropped> {
-    Spi::connect(|client| {
-        let rows = client.select(
-            "SELECT classid, objid, coalesce(schema_name, ''), coalesce(object_identity, ''),
-                    object_type, is_temporary
-               FROM pg_catalog.pg_event_trigger_dropped_objects()
-              WHERE original",
-            None,
-            &[],
-        )?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(Dropped {
-                class_id: row.get::<pg_sys::Oid>(1)?.map_or(0, u32::from),
-                object_id: row.get::<pg_sys::Oid>(2)?.map_or(0, u32::from),
-                schema: row.get(3)?.unwrap_or_default(),
-                identity: row.get(4)?.unwrap_or_default(),
-                object_type: row.get(5)?.unwrap_or_default(),
-                temporary: row.get(6)?.unwrap_or(false),
-            });
-        }
-        Ok::<_, pgrx::spi::Error>(out)
-    })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read the dropped objects: {e}"))
+    let mut out = Vec::new();
+    collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, |row| {
+        out.push(Dropped {
+            class_id: row.oid(c"classid"),
+            object_id: row.oid(c"objid"),
+            sub_id: row.int(c"objsubid"),
+            original: row.bool(c"original"),
+            schema: row.text(c"schema_name"),
+            identity: row.text(c"object_identity"),
+            object_type: row.text(c"object_type"),
+            temporary: row.bool(c"is_temporary"),
+        });
+    });
+    out
 }
 
 /// `ddl_sync.replay_origin`, `"<system identifier> <LSN>"`, set by the `ddl_sync` extension

@@ -166,7 +166,8 @@ unsafe fn ddl_event(
     };
     let Some((wanted, scratch)) = session::with(|s| {
         let pubids = rules::publication_oids(&s.publications);
-        (rules::wanted(Some(&pubids), &record), s.scratch)
+        let rules = rules::PublicationRules::read(Some(&pubids));
+        (rules.wanted(&record), s.scratch)
     }) else {
         return;
     };

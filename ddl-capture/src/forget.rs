@@ -1,0 +1,48 @@
+//! Rules follow what they are about: when a publication, schema, relation or object is dropped,
+//! its `publication_sync` rows go with it, in the same transaction.
+//!
+//! Done here, in the `sql_drop` event trigger that already reads the dropped objects, rather
+//! than by a PL/pgSQL trigger of its own: that one cost a SECURITY DEFINER call, two
+//! `set_config`s and a planned DELETE on every DROP of every table, about 5% of a DROP's time,
+//! to find nothing to delete almost always. Here the common case costs one comparison per row.
+
+use crate::rules::{self, Row};
+use crate::statement::Dropped;
+use pgrx::pg_sys;
+
+/// Deletes the rows about `dropped` objects.
+///
+/// The rows are deleted as catalog rows (no triggers, no privilege check): whoever may drop an
+/// object may drop its rules, and the deletion must also go through in an apply worker, whose
+/// replica mode would otherwise let `publication_sync`'s node-local trigger skip it.
+///
+/// # Safety
+/// Runs in a backend inside a transaction, in a `sql_drop` event trigger.
+pub unsafe fn forget(dropped: &[Dropped]) {
+    if dropped.is_empty() {
+        return;
+    }
+    rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
+        if dropped.iter().any(|d| is_about(&row, d)) {
+            pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+        }
+    });
+}
+
+/// Whether `row` is about the dropped object `d` (a column drop leaves its relation's rows).
+fn is_about(row: &Row, d: &Dropped) -> bool {
+    let object = pg_sys::Oid::from(d.object_id);
+    let class = d.class_id;
+    (class == u32::from(pg_sys::PublicationRelationId) && row.pubid == object)
+        || (class == u32::from(pg_sys::NamespaceRelationId)
+            && row.kind == b'n'
+            && row.nspid == object)
+        || (d.sub_id == 0
+            && row.kind == b'o'
+            && row.relid == pg_sys::Oid::from(class)
+            && row.objid == object)
+        || (d.sub_id == 0
+            && class == u32::from(pg_sys::RelationRelationId)
+            && row.kind == b'r'
+            && row.relid == object)
+}
