@@ -266,6 +266,9 @@ pub(super) struct Status {
     pub(super) anon_kb: u64,
     pub(super) file_kb: u64,
     pub(super) shmem_kb: u64,
+    /// The part of the resident set that is ddl_pgoutput.so's own file pages (from
+    /// /proc/<pid>/smaps; part of RssFile).
+    pub(super) plugin_kb: u64,
 }
 
 impl Status {
@@ -280,6 +283,7 @@ impl Status {
             anon_kb: of(|s| s.anon_kb),
             file_kb: of(|s| s.file_kb),
             shmem_kb: of(|s| s.shmem_kb),
+            plugin_kb: of(|s| s.plugin_kb),
         }
     }
 
@@ -291,6 +295,7 @@ impl Status {
             anon_kb: self.anon_kb.max(other.anon_kb),
             file_kb: self.file_kb.max(other.file_kb),
             shmem_kb: self.shmem_kb.max(other.shmem_kb),
+            plugin_kb: self.plugin_kb.max(other.plugin_kb),
         }
     }
 }
@@ -349,7 +354,35 @@ fn parse_status(text: &str) -> Status {
         anon_kb: kb("RssAnon:"),
         file_kb: kb("RssFile:"),
         shmem_kb: kb("RssShmem:"),
+        plugin_kb: 0,
     }
+}
+
+/// The resident size, kB, of the mappings of process `pid` whose file name ends with `file`.
+/// Reading smaps walks the page tables: call it sparingly.
+pub(super) fn mapped_rss_kb(pid: u32, file: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    Some(sum_mapped_rss(&text, file))
+}
+
+fn sum_mapped_rss(smaps: &str, file: &str) -> u64 {
+    let mut inside = false;
+    let mut kb = 0;
+    for line in smaps.lines() {
+        // A mapping's header: "start-end perms offset dev inode [path]".
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            inside = line.ends_with(file);
+        } else if let Some(rss) = line.strip_prefix("Rss:").filter(|_| inside) {
+            kb += rss
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+        }
+    }
+    kb
 }
 
 #[cfg(test)]
@@ -418,6 +451,19 @@ mod tests {
         assert_eq!(parse_sched("se.vruntime : 1.0\n"), None);
         let stat = "123 (postgres: walsender x) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 1 0";
         assert_eq!(parse_stat(stat), Some(1750.0));
+    }
+
+    #[test]
+    fn mapped_rss_sums_the_mappings_of_one_file() {
+        let smaps = "7f19a3800000-7f19a38c4000 r--p 00000000 fe:00 12 /usr/lib/x/ddl_pgoutput.so\n\
+                     Size:  784 kB\nRss:   128 kB\n\
+                     7f19a38c4000-7f19a3a3d000 r-xp 000c3000 fe:00 12 /usr/lib/x/ddl_pgoutput.so\n\
+                     Rss:   864 kB\nPss:   864 kB\n\
+                     7f19a3b00000-7f19a3b10000 r-xp 00000000 fe:00 13 /usr/lib/x/pgoutput.so\n\
+                     Rss:    40 kB\n\
+                     7f19a3c00000-7f19a3c10000 rw-p 00000000 00:00 0\nRss:   12 kB\n";
+        assert_eq!(sum_mapped_rss(smaps, "/ddl_pgoutput.so"), 992);
+        assert_eq!(sum_mapped_rss(smaps, "/pgoutput.so"), 40);
     }
 
     #[test]
