@@ -17,6 +17,7 @@
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
 mod collection;
+mod early;
 mod emit;
 mod forget;
 mod hook;

@@ -38,6 +38,8 @@ pub struct Statement {
     pub cascade: bool,
     /// What `sql_drop` reported for it.
     pub dropped: Vec<Dropped>,
+    /// Captured before it ran (see `early.rs`): `ddl_command_end` must not capture it again.
+    pub captured: bool,
 }
 
 thread_local! {

@@ -96,18 +96,21 @@ unsafe fn event_trigger_data(fcinfo: pg_sys::FunctionCallInfo) -> *mut pg_sys::E
 }
 
 /// The object a statement changed, from PostgreSQL's command collection.
-struct Target {
-    class_id: u32,
-    object_id: u32,
-    schema: String,
-    identity: String,
-    object_type: String,
-    temporary: bool,
+pub(crate) struct Target {
+    pub class_id: u32,
+    pub object_id: u32,
+    pub schema: String,
+    pub identity: String,
+    pub object_type: String,
+    pub temporary: bool,
     /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
-    sql: Option<String>,
+    pub sql: Option<String>,
 }
 
 unsafe fn capture(tag: &str) {
+    if statement::with_innermost(|s| s.captured).unwrap_or(false) {
+        return;
+    }
     // Most statements of a database without DDL publications stop here, having read one small
     // catalog: nothing below is free (the command collection computes every object's identity).
     let rules = rules::PublicationRules::read(None);
@@ -115,6 +118,15 @@ unsafe fn capture(tag: &str) {
         return;
     }
     let Some(target) = target(tag) else { return };
+    capture_target(&rules, tag, &target);
+}
+
+/// Writes the record of the innermost statement, which changed `target`, when a publication
+/// takes it.
+///
+/// # Safety
+/// Runs in a backend inside a transaction, while the hook runs the statement.
+pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, target: &Target) {
     if target.temporary || is_system_schema(&target.schema) {
         return;
     }

@@ -117,6 +117,44 @@ fn ddl_and_rows_replay_in_order_and_new_tables_get_their_rows() {
     );
 }
 
+#[test]
+fn tables_made_from_queries_get_the_publishers_rows_once() {
+    let (publisher, subscriber) = pair("replay-ctas", "all", "error");
+    query(&publisher, "INSERT INTO t SELECT generate_series(1, 5)");
+    wait_for("the first rows", TIMEOUT, || {
+        let n = query(&subscriber, "SELECT count(*) FROM t");
+        if n == "5" {
+            Ok(())
+        } else {
+            Err(n)
+        }
+    });
+    // A row only the subscriber has: running the queries there would copy it too.
+    query(&subscriber, "INSERT INTO t VALUES (100)");
+    query(
+        &publisher,
+        "CREATE TABLE copied AS SELECT id FROM t;
+         SELECT id INTO picked FROM t WHERE id > 3;
+         CREATE MATERIALIZED VIEW counted AS SELECT count(*) AS n FROM t;",
+    );
+    let log = wait_log(&subscriber, &publisher, 3);
+    assert!(log.iter().all(|l| l.starts_with("applied|")), "{log:#?}");
+    wait_for("the rows of the new tables", TIMEOUT, || {
+        let got = query(
+            &subscriber,
+            "SELECT (SELECT string_agg(id::text, ',' ORDER BY id) FROM copied) || ' '
+                 || (SELECT string_agg(id::text, ',' ORDER BY id) FROM picked)",
+        );
+        if got == "1,2,3,4,5 4,5" {
+            Ok(())
+        } else {
+            Err(got)
+        }
+    });
+    // A materialized view's rows are the subscriber's own: its query ran there.
+    assert_eq!(query(&subscriber, "SELECT n FROM counted"), "6");
+}
+
 /// Inserts a hand-made event into the publisher's ddl_sync.events: it travels like any row.
 fn hostile(publisher: &Cluster, n: u32, kind: &str, tag: &str, sql: &str) {
     query(

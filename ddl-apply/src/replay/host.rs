@@ -122,6 +122,9 @@ impl Host for ServerHost<'_> {
             if statement::make_transactional((*parsed.stmt).stmt) {
                 notice!("ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction");
             }
+            if statement::without_table_data((*parsed.stmt).stmt) {
+                notice!("ddl_sync: replaying \"{sql}\" WITH NO DATA: its rows come by replication");
+            }
             statement::execute(&parsed, &text);
         }
         Outcome::Success

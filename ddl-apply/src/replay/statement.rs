@@ -51,13 +51,27 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
         .ok_or("the statement text holds no statement")?;
     // SAFETY: a RawStmt from the parser; CreateCommandTag reads raw trees (as exec_simple_query).
     let tag = unsafe {
-        CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(
-            (*stmt).stmt,
-        )))
-        .to_string_lossy()
-        .into_owned()
+        let node = (*stmt).stmt;
+        if is_select_into(node) {
+            // A raw tree's tag is SELECT; parse analysis makes it the CREATE TABLE AS it is,
+            // and that is the tag the publisher's capture recorded.
+            "SELECT INTO".to_string()
+        } else {
+            CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(node)))
+                .to_string_lossy()
+                .into_owned()
+        }
     };
     Ok(Parsed { stmt, tag })
+}
+
+/// Whether a raw tree is `SELECT ... INTO table`.
+///
+/// # Safety
+/// `node` is a raw parse tree.
+unsafe fn is_select_into(node: *mut pg_sys::Node) -> bool {
+    (*node).type_ == pg_sys::NodeTag::T_SelectStmt
+        && !(*(node as *mut pg_sys::SelectStmt)).intoClause.is_null()
 }
 
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
@@ -235,31 +249,69 @@ pub unsafe fn make_transactional(node: *mut pg_sys::Node) -> bool {
     }
 }
 
-/// Runs a parsed utility statement as a statement of the current transaction.
+/// Makes CREATE TABLE AS and SELECT INTO create their table WITH NO DATA. The rows are the
+/// publisher's: they follow through replication like those of any new table the publication
+/// takes (running the query here would add the subscriber's own rows to them, or fail on a
+/// key), and a table the publication does not take stays empty, as it would with no DDL
+/// replication. A materialized view keeps its query: its rows are never replicated, and a
+/// `REFRESH MATERIALIZED VIEW` replays as it ran. Returns whether anything changed.
+///
+/// # Safety
+/// `node` is a parse tree this backend owns.
+pub unsafe fn without_table_data(node: *mut pg_sys::Node) -> bool {
+    let into = match (*node).type_ {
+        pg_sys::NodeTag::T_CreateTableAsStmt => {
+            let stmt = node as *mut pg_sys::CreateTableAsStmt;
+            if (*stmt).objtype != pg_sys::ObjectType::OBJECT_TABLE {
+                return false;
+            }
+            (*stmt).into
+        }
+        pg_sys::NodeTag::T_SelectStmt if is_select_into(node) => {
+            (*(node as *mut pg_sys::SelectStmt)).intoClause
+        }
+        _ => return false,
+    };
+    !into.is_null() && !std::mem::replace(&mut (*into).skipData, true)
+}
+
+/// Runs a parsed utility statement as a statement of the current transaction, the way
+/// PostgreSQL runs any statement: parse analysis, rewrite and planning first (most utility
+/// statements pass through them unchanged, but CREATE TABLE AS, CREATE MATERIALIZED VIEW and
+/// SELECT INTO analyse and plan their query there), then ProcessUtility.
 ///
 /// # Safety
 /// `parsed` came from [`parse_one`] of `sql` in this call; runs inside a transaction.
 pub unsafe fn execute(parsed: &Parsed, sql: &CStr) {
-    let pstmt =
-        pg_sys::palloc0(std::mem::size_of::<pg_sys::PlannedStmt>()).cast::<pg_sys::PlannedStmt>();
-    (*pstmt).type_ = pg_sys::NodeTag::T_PlannedStmt;
-    (*pstmt).commandType = pg_sys::CmdType::CMD_UTILITY;
-    (*pstmt).canSetTag = true;
-    (*pstmt).utilityStmt = (*parsed.stmt).stmt;
-    (*pstmt).stmt_location = (*parsed.stmt).stmt_location;
-    (*pstmt).stmt_len = (*parsed.stmt).stmt_len;
-    let mut qc: pg_sys::QueryCompletion = std::mem::zeroed();
-    // PROCESS_UTILITY_QUERY: a complete statement run from inside another one, as a function
-    // would run it, so event triggers (the capture, for cascades) see it.
-    pg_sys::ProcessUtility(
-        pstmt,
+    let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(
+        parsed.stmt,
         sql.as_ptr(),
-        false,
-        pg_sys::ProcessUtilityContext::PROCESS_UTILITY_QUERY,
         std::ptr::null_mut(),
+        0,
         std::ptr::null_mut(),
-        pg_sys::None_Receiver,
-        &mut qc,
     );
-    pg_sys::CommandCounterIncrement();
+    let planned = pg_sys::pg_plan_queries(queries, sql.as_ptr(), 0, std::ptr::null_mut());
+    for pstmt in PgList::<pg_sys::PlannedStmt>::from_pg(planned).iter_ptr() {
+        if (*pstmt).commandType != pg_sys::CmdType::CMD_UTILITY {
+            // The checks let only DDL through; a rewrite rule cannot make one of a utility.
+            pgrx::error!(
+                "ddl_sync: \"{}\" planned as a query, not run",
+                sql.to_string_lossy()
+            );
+        }
+        let mut qc: pg_sys::QueryCompletion = std::mem::zeroed();
+        // PROCESS_UTILITY_QUERY: a complete statement run from inside another one, as a
+        // function would run it, so event triggers (the capture, for cascades) see it.
+        pg_sys::ProcessUtility(
+            pstmt,
+            sql.as_ptr(),
+            false,
+            pg_sys::ProcessUtilityContext::PROCESS_UTILITY_QUERY,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            pg_sys::None_Receiver,
+            &mut qc,
+        );
+        pg_sys::CommandCounterIncrement();
+    }
 }
