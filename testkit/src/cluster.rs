@@ -223,6 +223,15 @@ impl Cluster {
         self.base.path()
     }
 
+    /// Leaves the server running and its directory in place (nothing is stopped or removed
+    /// when this returns), for someone to look at it; returns the directory. Stop it with
+    /// `pg_ctl -D <dir>/data stop` as the `postgres` OS user, then remove the directory.
+    pub fn keep(self) -> PathBuf {
+        let dir = self.base_dir().to_path_buf();
+        std::mem::forget(self);
+        dir
+    }
+
     /// The server log file.
     pub fn log_path(&self) -> &Path {
         &self.log

@@ -6,6 +6,7 @@
 //! works on a fresh clone.
 //!
 //! ```text
+//! cargo xtask demo [--keep]         DDL replication end to end on two throwaway clusters
 //! cargo xtask setup                 install everything the project needs (idempotent)
 //! cargo xtask test                  fmt, clippy, unit/property/golden tests, pgrx tests
 //! cargo xtask package               release artifacts into target/package/ (PostgreSQL layout)
@@ -18,6 +19,7 @@
 
 mod bench;
 mod cmd;
+mod demo;
 mod golden;
 mod install;
 mod package;
@@ -31,12 +33,13 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture>>";
+    "usage: cargo xtask <demo [--keep]|setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture>>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
+        ["demo", rest @ ..] => demo::run(rest),
         ["setup"] => setup::run(),
         ["test", rest @ ..] => test::run(rest),
         ["package"] => package::run(),
