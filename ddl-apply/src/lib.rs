@@ -23,6 +23,7 @@ pub mod config;
 pub mod kinds;
 mod privilege;
 mod replay;
+mod subscription;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -47,9 +48,18 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/apply.sql",
     name = "apply",
-    requires = ["catalog", replay::replay]
+    requires = ["catalog", "capture", replay::replay]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
+
+/// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of
+/// one of its functions. Installs the hook that takes the `ddl` options of CREATE/ALTER
+/// SUBSCRIPTION (see [`subscription`]).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: _PG_init runs once per process.
+    unsafe { subscription::install_hook() };
+}
 
 /// The version of the installed extension library, to compare with `pg_extension.extversion`
 /// after an upgrade of the files without `ALTER EXTENSION ddl_sync UPDATE`.
