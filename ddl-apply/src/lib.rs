@@ -13,9 +13,11 @@
 //!   `parse_ddl_rules`), which are ddl-filter's.
 //!
 //! The tables, view and trigger are written in SQL under `sql/`; [`privilege`] explains who may
-//! write the catalog and how. On subscribers this library will also replay DDL inside the native
-//! apply worker (see the project's ARCHITECTURE.md). This crate is the extension library,
-//! `ddl_sync.so`.
+//! write the catalog and how. On subscribers this library replays DDL inside the native apply
+//! worker (`replay`), configured per subscription by `ddl_sync.set_subscription_ddl` or, with
+//! the library preloaded, by `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ...)`
+//! ([`subscription`], which also creates the subscription's `ddl_pgoutput` slot). This crate is
+//! the extension library, `ddl_sync.so`.
 
 use pgrx::prelude::*;
 

@@ -121,7 +121,18 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
     match (*node).type_ {
         pg_sys::NodeTag::T_DropSubscriptionStmt => config::forget_dropped(),
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
+            use pg_sys::AlterSubscriptionType::*;
             let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
+            // Only these may add relations to pg_subscription_rel.
+            if !matches!(
+                (*stmt).kind,
+                ALTER_SUBSCRIPTION_REFRESH
+                    | ALTER_SUBSCRIPTION_SET_PUBLICATION
+                    | ALTER_SUBSCRIPTION_ADD_PUBLICATION
+                    | ALTER_SUBSCRIPTION_DROP_PUBLICATION
+            ) {
+                return;
+            }
             let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
             let subid = config::subscription_oid(&name);
             if config::is_configured(subid) {
