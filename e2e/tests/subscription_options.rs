@@ -89,6 +89,17 @@ fn create_subscription_with_ddl_makes_a_ddl_pgoutput_slot_and_ddl_replicates() {
         ),
         "r"
     );
+    // Statements that are not theirs pass through both hooks, also ROLLBACK of a failed
+    // transaction (a state in which no catalog may be read).
+    let (ok, messages) = psql_verbose(
+        &subscriber,
+        "postgres",
+        "\\set ON_ERROR_STOP 0\nBEGIN; SELECT 1/0; ROLLBACK; SELECT 1;",
+    );
+    assert!(
+        ok && messages.contains("division by zero") && !messages.contains("server closed"),
+        "{messages}"
+    );
     // The other hook still takes its own option on this server.
     query(
         &subscriber,

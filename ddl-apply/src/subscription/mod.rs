@@ -93,8 +93,9 @@ unsafe extern "C-unwind" fn process_utility(
         ),
     };
     let Some(request) = options::take(pstmt, read_only_tree) else {
+        let node = (*pstmt).utilityStmt;
         run(pstmt, read_only_tree);
-        after_other((*pstmt).utilityStmt);
+        after_other(node);
         return;
     };
     if request.create.as_ref().is_some_and(|c| c.create_slot) {
@@ -112,14 +113,19 @@ unsafe extern "C-unwind" fn process_utility(
     finish(&request);
 }
 
-/// After a subscription statement without our options.
+/// Whether the extension exists in this database. Only after a subscription statement: others
+/// include ROLLBACK of a failed transaction, where no catalog may be read.
+unsafe fn extension_exists() -> bool {
+    pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid
+}
+
+/// After a statement without our options.
 unsafe fn after_other(node: *mut pg_sys::Node) {
-    if node.is_null() || pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid
-    {
+    if node.is_null() {
         return;
     }
     match (*node).type_ {
-        pg_sys::NodeTag::T_DropSubscriptionStmt => config::forget_dropped(),
+        pg_sys::NodeTag::T_DropSubscriptionStmt if extension_exists() => config::forget_dropped(),
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
             use pg_sys::AlterSubscriptionType::*;
             let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
@@ -130,7 +136,8 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
                     | ALTER_SUBSCRIPTION_SET_PUBLICATION
                     | ALTER_SUBSCRIPTION_ADD_PUBLICATION
                     | ALTER_SUBSCRIPTION_DROP_PUBLICATION
-            ) {
+            ) || !extension_exists()
+            {
                 return;
             }
             let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
