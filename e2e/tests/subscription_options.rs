@@ -228,6 +228,22 @@ fn bad_options_and_mismatched_kinds_are_errors_that_leave_nothing_behind() {
         ),
         "{messages}"
     );
+    // 'all' asks for whatever the publications send: an error only when they send no DDL.
+    query(&publisher, "CREATE PUBLICATION rows_only FOR TABLE t");
+    let (ok, messages) = psql_verbose(
+        &subscriber,
+        "postgres",
+        &format!(
+            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION rows_only WITH (ddl = 'all');",
+            publisher.connstr("postgres")
+        ),
+    );
+    assert!(
+        !ok && messages.contains(
+            "ERROR:  55000: subscription \"sub\" asks for DDL, but none of its publications replicates DDL"
+        ),
+        "{messages}"
+    );
     // Creating the slot is refused inside a transaction block, as PostgreSQL's own.
     let (ok, messages) = psql_verbose(
         &subscriber,
