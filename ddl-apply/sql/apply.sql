@@ -15,6 +15,12 @@ CREATE TABLE ddl_sync.subscription_ddl (
     rules text CHECK (rules <> '')
 );
 REVOKE ALL ON ddl_sync.subscription_ddl FROM PUBLIC;
+-- Node-local like publication_sync (see capture.sql): a FOR ALL TABLES publication publishes
+-- it, and a subscriber must not take the publisher's rows, which name the publisher's OIDs.
+CREATE TRIGGER subscription_ddl_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.subscription_ddl
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.subscription_ddl ENABLE REPLICA TRIGGER subscription_ddl_is_node_local;
 
 CREATE FUNCTION ddl_sync.apply_event()
 RETURNS trigger

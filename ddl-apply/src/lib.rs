@@ -14,9 +14,11 @@
 //!   `parse_ddl_rules`), which are ddl-filter's.
 //!
 //! The tables, view and trigger are written in SQL under `sql/`; [`privilege`] explains who may
-//! write the catalog and how. On subscribers this library will also replay DDL inside the native
-//! apply worker (see the project's ARCHITECTURE.md). This crate is the extension library,
-//! `ddl_sync.so`.
+//! write the catalog and how. On subscribers this library replays DDL inside the native apply
+//! worker (`replay`), configured per subscription by `ddl_sync.set_subscription_ddl` or, with
+//! the library preloaded, by `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ...)`
+//! ([`subscription`], which also creates the subscription's `ddl_pgoutput` slot). This crate is
+//! the extension library, `ddl_sync.so`.
 
 use pgrx::prelude::*;
 
@@ -24,6 +26,7 @@ pub mod config;
 pub mod kinds;
 mod privilege;
 mod replay;
+mod subscription;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -43,9 +46,18 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/apply.sql",
     name = "apply",
-    requires = ["catalog", replay::replay]
+    requires = ["catalog", "capture", replay::replay]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
+
+/// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of
+/// one of its functions. Installs the hook that takes the `ddl` options of CREATE/ALTER
+/// SUBSCRIPTION (see [`subscription`]).
+#[pg_guard]
+pub extern "C-unwind" fn _PG_init() {
+    // SAFETY: _PG_init runs once per process.
+    unsafe { subscription::install_hook() };
+}
 
 /// The version of the installed extension library, to compare with `pg_extension.extversion`
 /// after an upgrade of the files without `ALTER EXTENSION ddl_sync UPDATE`.

@@ -43,6 +43,43 @@ pub fn ddl_publisher(name: &str) -> Cluster {
     pg
 }
 
+/// A subscriber with `preload` in `shared_preload_libraries` (`ddl_sync` there gives CREATE
+/// SUBSCRIPTION its `ddl` options) and the `ddl_sync` extension in database `postgres`.
+pub fn ddl_subscriber(name: &str, preload: &[&str]) -> Cluster {
+    let pg = ClusterBuilder::new()
+        .name(name)
+        .shared_preload_libraries(preload)
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start cluster {name}: {e}"));
+    pg.psql("postgres", "CREATE EXTENSION ddl_sync")
+        .expect("CREATE EXTENSION ddl_sync");
+    pg
+}
+
+/// Runs `sql` with psql in database `db` with verbose errors (`ERROR:  SQLSTATE: message`);
+/// returns whether it succeeded and what psql wrote to stderr (notices, warnings, errors).
+pub fn psql_verbose(pg: &Cluster, db: &str, sql: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = pg
+        .psql_command(db)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start psql");
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(format!("\\set VERBOSITY verbose\n{sql}\n").as_bytes())
+        .expect("write to psql");
+    let out = child.wait_with_output().expect("wait for psql");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A decoded change, reduced to what the tests look at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {

@@ -11,7 +11,7 @@
 
 mod host;
 mod statement;
-mod subscription;
+pub(crate) mod subscription;
 
 use crate::replay::host::ServerHost;
 use crate::replay::statement::Checked;

@@ -1,6 +1,5 @@
 //! The subscription whose apply worker runs the replay, and its DDL configuration.
 
-use crate::privilege::AsCatalogOwner;
 use ddl_filter::{DdlKinds, RuleSet, RuleSetBuilder};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -16,16 +15,10 @@ extern "C-unwind" {
         state: std::ffi::c_char,
         sublsn: pg_sys::XLogRecPtr,
     );
-    fn UpdateSubscriptionRelState(
-        subid: pg_sys::Oid,
-        relid: pg_sys::Oid,
-        state: std::ffi::c_char,
-        sublsn: pg_sys::XLogRecPtr,
-    );
 }
 
 /// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
-const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
+pub(crate) const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
 
 /// What a failing replay does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,93 +125,5 @@ impl Subscription {
                 })
             };
         }
-    }
-}
-
-/// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules)`: which DDL a subscription
-/// replays and what a failing statement does. Also marks `ddl_sync.events` ready for it: the
-/// table is always empty on publishers, and a table sync of it would lose the DDL sent meanwhile.
-#[pg_extern(volatile)]
-fn set_subscription_ddl(
-    subscription: &str,
-    ddl: &str,
-    conflict: default!(&str, "'error'"),
-    rules: default!(Option<&str>, "NULL"),
-) {
-    let kinds = DdlKinds::parse(ddl).unwrap_or_else(|e| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            e.to_string()
-        );
-    });
-    if !matches!(conflict, "error" | "skip") {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            format!("unknown conflict policy \"{conflict}\" (valid: error, skip)")
-        );
-    }
-    let rules = rules.map(|text| {
-        let mut builder = RuleSetBuilder::new();
-        builder.text(text);
-        builder.build().map(|r| r.to_string()).unwrap_or_else(|e| {
-            ereport!(ERROR, PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, e.to_string());
-        })
-    });
-    let subid = Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT oid FROM pg_catalog.pg_subscription
-          WHERE subname = $1
-            AND subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-        &[subscription.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("subscription \"{subscription}\" does not exist")
-        );
-    });
-    let owner = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.pg_has_role(subowner, 'MEMBER') FROM pg_catalog.pg_subscription WHERE oid = $1",
-        &[subid.into()],
-    );
-    if owner != Ok(Some(true)) {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!("must be owner of subscription {subscription}")
-        );
-    }
-    {
-        let _owner = AsCatalogOwner::enter();
-        Spi::run_with_args(
-            "INSERT INTO ddl_sync.subscription_ddl (subid, ddl, conflict, rules) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (subid) DO UPDATE SET ddl = excluded.ddl, conflict = excluded.conflict,
-                                               rules = excluded.rules",
-            &[subid.into(), kinds.bits().into(), conflict.into(), rules.into()],
-        )
-        .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {subscription}: {e}"));
-    }
-    // Ready already, or not in the subscription at all (then nothing to do here).
-    let needs_ready = Spi::get_one_with_args::<bool>(
-        "SELECT srsubstate <> 'r' FROM pg_catalog.pg_subscription_rel
-          WHERE srsubid = $1 AND srrelid = 'ddl_sync.events'::pg_catalog.regclass",
-        &[subid.into()],
-    );
-    if needs_ready == Ok(Some(true)) {
-        let events =
-            Spi::get_one::<pg_sys::Oid>("SELECT 'ddl_sync.events'::pg_catalog.regclass::oid")
-                .ok()
-                .flatten()
-                .expect("ddl_sync.events exists with the extension");
-        // SAFETY: updates one catalog row of this subscription.
-        unsafe {
-            pg_guard_ffi_boundary(|| {
-                UpdateSubscriptionRelState(subid, events, READY, pg_sys::InvalidXLogRecPtr as u64)
-            })
-        };
     }
 }

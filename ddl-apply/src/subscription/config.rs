@@ -1,0 +1,216 @@
+//! A subscription's DDL configuration, `ddl_sync.subscription_ddl`: one writer for the SQL
+//! function `ddl_sync.set_subscription_ddl` and for the `ddl` / `ddl_conflict` options of
+//! CREATE/ALTER SUBSCRIPTION (see [`super`]).
+
+use crate::privilege::AsCatalogOwner;
+use crate::replay::subscription::READY;
+use ddl_filter::{DdlKinds, RuleSetBuilder};
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+
+extern "C-unwind" {
+    // catalog/pg_subscription_rel.h; not in pgrx's bindings.
+    fn UpdateSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: std::ffi::c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+}
+
+/// The valid conflict policies: `error` (the worker errors and retries) and `skip`.
+pub(crate) fn conflict_policy(text: &str) -> Result<&'static str, String> {
+    match text {
+        "error" => Ok("error"),
+        "skip" => Ok("skip"),
+        _ => Err(format!(
+            "unknown conflict policy \"{text}\" (valid: error, skip)"
+        )),
+    }
+}
+
+/// What to change; `None` keeps what is stored.
+#[derive(Default)]
+pub(crate) struct Change {
+    pub kinds: Option<DdlKinds>,
+    pub conflict: Option<&'static str>,
+    /// `Some(None)`: no rules.
+    pub rules: Option<Option<String>>,
+}
+
+/// The subscription of this database named `name`; PostgreSQL's error when there is none.
+pub(crate) fn subscription_oid(name: &str) -> pg_sys::Oid {
+    Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT oid FROM pg_catalog.pg_subscription
+          WHERE subname = $1
+            AND subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+        &[name.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+            format!("subscription \"{name}\" does not exist")
+        );
+    })
+}
+
+/// Stores a change of the configuration of subscription `name` (its owner, or a member of the
+/// owner's role, only), forgets the rows of subscriptions dropped meanwhile, and marks
+/// `ddl_sync.events` ready for it. Returns the subscription's OID.
+pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
+    let subid = subscription_oid(name);
+    let owner = Spi::get_one_with_args::<bool>(
+        "SELECT pg_catalog.pg_has_role(subowner, 'MEMBER') FROM pg_catalog.pg_subscription WHERE oid = $1",
+        &[subid.into()],
+    );
+    if owner != Ok(Some(true)) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be owner of subscription {name}")
+        );
+    }
+    // The catalog is the extension owner's to read and write; the caller was checked above.
+    let owner = AsCatalogOwner::enter();
+    let stored = stored_row(subid);
+    let kinds = match (change.kinds, &stored) {
+        (Some(kinds), _) => kinds.bits(),
+        (None, Some((ddl, _, _))) => *ddl,
+        (None, None) => {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format!("subscription \"{name}\" does not replicate DDL: set ddl first")
+            );
+        }
+    };
+    let conflict = change
+        .conflict
+        .map(str::to_owned)
+        .or_else(|| stored.as_ref().map(|(_, c, _)| c.clone()))
+        .unwrap_or_else(|| "error".to_owned());
+    let rules = change
+        .rules
+        .unwrap_or_else(|| stored.and_then(|(_, _, r)| r));
+    {
+        // Without the hook (not preloaded) DROP SUBSCRIPTION leaves its row; an OID can be reused.
+        forget_dropped_rows();
+        Spi::run_with_args(
+            "INSERT INTO ddl_sync.subscription_ddl (subid, ddl, conflict, rules) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (subid) DO UPDATE SET ddl = excluded.ddl, conflict = excluded.conflict,
+                                               rules = excluded.rules",
+            &[subid.into(), kinds.into(), conflict.into(), rules.into()],
+        )
+        .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {name}: {e}"));
+    }
+    drop(owner);
+    mark_events_ready(subid);
+    subid
+}
+
+/// The stored (ddl, conflict, rules) of a subscription.
+fn stored_row(subid: pg_sys::Oid) -> Option<(i32, String, Option<String>)> {
+    Spi::connect(|client| {
+        let mut rows = client
+            .select(
+                "SELECT ddl, conflict, rules FROM ddl_sync.subscription_ddl WHERE subid = $1",
+                None,
+                &[subid.into()],
+            )
+            .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.subscription_ddl: {e}"));
+        let row = rows.next()?;
+        Some((
+            row.get::<i32>(1).ok().flatten()?,
+            row.get::<String>(2).ok().flatten()?,
+            row.get::<String>(3).ok().flatten(),
+        ))
+    })
+}
+
+/// Whether the subscription has a configuration row.
+pub(crate) fn is_configured(subid: pg_sys::Oid) -> bool {
+    let _owner = AsCatalogOwner::enter();
+    stored_row(subid).is_some()
+}
+
+/// Marks `ddl_sync.events` ready in `pg_subscription_rel` for the subscription: the table is
+/// always empty on publishers, and a table sync of it would lose the DDL sent meanwhile (the
+/// sync worker reads its own slot). Nothing to do when it is ready already, or not (yet) in
+/// the subscription.
+pub(crate) fn mark_events_ready(subid: pg_sys::Oid) {
+    let needs_ready = Spi::get_one_with_args::<bool>(
+        "SELECT srsubstate <> 'r' FROM pg_catalog.pg_subscription_rel
+          WHERE srsubid = $1 AND srrelid = 'ddl_sync.events'::pg_catalog.regclass",
+        &[subid.into()],
+    );
+    if needs_ready != Ok(Some(true)) {
+        return;
+    }
+    let events = Spi::get_one::<pg_sys::Oid>("SELECT 'ddl_sync.events'::pg_catalog.regclass::oid")
+        .ok()
+        .flatten()
+        .expect("ddl_sync.events exists with the extension");
+    // SAFETY: updates one catalog row of this subscription.
+    unsafe {
+        pg_guard_ffi_boundary(|| {
+            UpdateSubscriptionRelState(subid, events, READY, pg_sys::InvalidXLogRecPtr as u64)
+        })
+    };
+}
+
+/// Deletes the rows of subscriptions that no longer exist (after DROP SUBSCRIPTION).
+pub(crate) fn forget_dropped() {
+    let _owner = AsCatalogOwner::enter();
+    forget_dropped_rows();
+}
+
+fn forget_dropped_rows() {
+    Spi::run(
+        "DELETE FROM ddl_sync.subscription_ddl d
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = d.subid)",
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot clean ddl_sync.subscription_ddl: {e}"));
+}
+
+/// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules)`: which DDL a subscription
+/// replays and what a failing statement does. Also marks `ddl_sync.events` ready for it. (With
+/// `ddl_sync` preloaded, `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ...)`
+/// does the same, and more: see the crate's README.)
+#[pg_extern(volatile)]
+fn set_subscription_ddl(
+    subscription: &str,
+    ddl: &str,
+    conflict: default!(&str, "'error'"),
+    rules: default!(Option<&str>, "NULL"),
+) {
+    let kinds = DdlKinds::parse(ddl).unwrap_or_else(|e| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            e.to_string()
+        );
+    });
+    let conflict = conflict_policy(conflict).unwrap_or_else(|e| {
+        ereport!(ERROR, PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e);
+    });
+    let rules = rules.map(|text| {
+        let mut builder = RuleSetBuilder::new();
+        builder.text(text);
+        builder.build().map(|r| r.to_string()).unwrap_or_else(|e| {
+            ereport!(ERROR, PgSqlErrorCode::ERRCODE_SYNTAX_ERROR, e.to_string());
+        })
+    });
+    store(
+        subscription,
+        Change {
+            kinds: Some(kinds),
+            conflict: Some(conflict),
+            rules: Some(rules),
+        },
+    );
+}

@@ -1,0 +1,315 @@
+//! Subscription configuration: `ddl_sync.set_subscription_ddl` ([`config`]) and, with this
+//! library loaded (in `shared_preload_libraries`), the `ddl` and `ddl_conflict` options of
+//! CREATE/ALTER SUBSCRIPTION, taken by a ProcessUtility hook:
+//!
+//! ```sql
+//! CREATE SUBSCRIPTION sub CONNECTION '...' PUBLICATION p WITH (ddl = 'all', ddl_conflict = 'skip');
+//! ALTER SUBSCRIPTION sub SET (ddl = 'table, index');
+//! ```
+//!
+//! The hook validates and removes our options ([`options`]) before PostgreSQL parses the rest,
+//! lets PostgreSQL create or alter the subscription, then stores the configuration through the
+//! same code as the function and, over a replication connection to the publisher
+//! ([`publisher`]):
+//! - checks the kinds against the publications (an error when the subscription asks for kinds
+//!   none of them replicates, or the publisher has no `ddl_sync`);
+//! - creates the slot with plugin `ddl_pgoutput` when PostgreSQL would have created one
+//!   (PostgreSQL 15's walrcv_create_slot always asks for pgoutput, which sends no DDL): same
+//!   place in the command, same NOTICE, same restriction (not in a transaction block); with
+//!   `create_slot = false` an existing slot of another plugin is an error.
+//!
+//! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
+//! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
+
+mod config;
+mod options;
+mod publisher;
+
+use options::Request;
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use pgrx::PgLogLevel;
+use publisher::{Publisher, PLUGIN};
+
+static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
+
+extern "C-unwind" {
+    // catalog/pg_subscription.h; not in pgrx's bindings.
+    fn UpdateTwoPhaseState(suboid: pg_sys::Oid, new_state: std::ffi::c_char);
+}
+
+/// `LOGICALREP_TWOPHASE_STATE_ENABLED`.
+const TWO_PHASE_ENABLED: std::ffi::c_char = b'e' as std::ffi::c_char;
+
+/// Installs the hook, chaining to the one installed before (e.g. `ddl_pgoutput`'s, when both
+/// libraries are loaded).
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub(crate) unsafe fn install_hook() {
+    PREVIOUS = pg_sys::ProcessUtility_hook;
+    pg_sys::ProcessUtility_hook = Some(process_utility);
+}
+
+#[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
+#[pg_guard]
+unsafe extern "C-unwind" fn process_utility(
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const std::ffi::c_char,
+    read_only_tree: bool,
+    context: pg_sys::ProcessUtilityContext::Type,
+    params: pg_sys::ParamListInfo,
+    query_env: *mut pg_sys::QueryEnvironment,
+    dest: *mut pg_sys::DestReceiver,
+    qc: *mut pg_sys::QueryCompletion,
+) {
+    let run = |pstmt: *mut pg_sys::PlannedStmt, read_only_tree: bool| match PREVIOUS {
+        // A raw C function pointer: guard it.
+        Some(hook) => pg_guard_ffi_boundary(|| {
+            hook(
+                pstmt,
+                query_string,
+                read_only_tree,
+                context,
+                params,
+                query_env,
+                dest,
+                qc,
+            )
+        }),
+        // pgrx's bindings are guarded already; a second guard would abort on ERROR.
+        None => pg_sys::standard_ProcessUtility(
+            pstmt,
+            query_string,
+            read_only_tree,
+            context,
+            params,
+            query_env,
+            dest,
+            qc,
+        ),
+    };
+    let Some(request) = options::take(pstmt, read_only_tree) else {
+        let node = (*pstmt).utilityStmt;
+        run(pstmt, read_only_tree);
+        after_other(node);
+        return;
+    };
+    if request.create.as_ref().is_some_and(|c| c.create_slot) {
+        // PostgreSQL's own check, which create_slot = false turned off.
+        let top_level = context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL;
+        pg_sys::PreventInTransactionBlock(
+            top_level,
+            c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
+        );
+    }
+    if request.run_statement {
+        // We own the tree now: a copy, or one that was never read-only.
+        run(request.pstmt, false);
+    }
+    finish(&request);
+}
+
+/// Whether the extension exists in this database. Only after a subscription statement: others
+/// include ROLLBACK of a failed transaction, where no catalog may be read.
+unsafe fn extension_exists() -> bool {
+    pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid
+}
+
+/// After a statement without our options.
+unsafe fn after_other(node: *mut pg_sys::Node) {
+    if node.is_null() {
+        return;
+    }
+    match (*node).type_ {
+        pg_sys::NodeTag::T_DropSubscriptionStmt if extension_exists() => config::forget_dropped(),
+        pg_sys::NodeTag::T_AlterSubscriptionStmt => {
+            use pg_sys::AlterSubscriptionType::*;
+            let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
+            // Only these may add relations to pg_subscription_rel.
+            if !matches!(
+                (*stmt).kind,
+                ALTER_SUBSCRIPTION_REFRESH
+                    | ALTER_SUBSCRIPTION_SET_PUBLICATION
+                    | ALTER_SUBSCRIPTION_ADD_PUBLICATION
+                    | ALTER_SUBSCRIPTION_DROP_PUBLICATION
+            ) || !extension_exists()
+            {
+                return;
+            }
+            let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
+            let subid = config::subscription_oid(&name);
+            if config::is_configured(subid) {
+                config::mark_events_ready(subid);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The subscription as PostgreSQL stored it.
+struct Catalog {
+    conninfo: String,
+    slot: Option<String>,
+    publications: Vec<String>,
+    /// Relations in pg_subscription_rel (PostgreSQL's "tables" of CREATE SUBSCRIPTION).
+    relations: i64,
+}
+
+/// `None` when the current user may not read the connection string (a non-superuser owner).
+fn read_catalog(subid: pg_sys::Oid) -> Option<Catalog> {
+    Spi::connect(|client| {
+        let mut rows = client
+            .select(
+                "SELECT s.subconninfo, s.subslotname::text, s.subpublications,
+                        (SELECT count(*) FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid = s.oid)
+                   FROM pg_catalog.pg_subscription s
+                  WHERE s.oid = $1
+                    AND pg_catalog.has_column_privilege('pg_catalog.pg_subscription', 'subconninfo', 'SELECT')",
+                None,
+                &[subid.into()],
+            )
+            .unwrap_or_else(|e| error!("ddl_sync: cannot read pg_subscription: {e}"));
+        let row = rows.next()?;
+        Some(Catalog {
+            conninfo: row.get::<String>(1).ok().flatten()?,
+            slot: row.get::<String>(2).ok().flatten(),
+            publications: row.get::<Vec<String>>(3).ok().flatten()?,
+            relations: row.get::<i64>(4).ok().flatten().unwrap_or(0),
+        })
+    })
+}
+
+fn report(level: PgLogLevel, code: PgSqlErrorCode, message: String, detail: String, hint: &str) {
+    ErrorReport::new(code, message, "ddl_sync")
+        .set_detail(detail)
+        .set_hint(hint)
+        .report(level);
+}
+
+/// Stores the configuration, then does on the publisher what the statement asks for.
+unsafe fn finish(request: &Request) {
+    let subid = config::store(
+        &request.subscription,
+        config::Change {
+            kinds: request.kinds,
+            conflict: request.conflict,
+            rules: None,
+        },
+    );
+    let name = &request.subscription;
+    match &request.create {
+        Some(create) if create.connect => {
+            let catalog = read_catalog(subid)
+                .unwrap_or_else(|| error!("ddl_sync: cannot read subscription \"{name}\""));
+            let publisher = Publisher::connect(&catalog.conninfo, name).unwrap_or_else(|e| {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                    format!("could not connect to the publisher: {e}")
+                );
+            });
+            check_kinds(&publisher, request, &catalog.publications);
+            let Some(slot) = &catalog.slot else { return };
+            if create.create_slot {
+                // As PostgreSQL 15: two-phase from the start only when no table needs a sync;
+                // otherwise the apply worker enables it once every table is ready.
+                let two_phase = create.two_phase && !create.copy_data && catalog.relations > 0;
+                publisher.create_slot(slot, two_phase);
+                if two_phase {
+                    pg_guard_ffi_boundary(|| UpdateTwoPhaseState(subid, TWO_PHASE_ENABLED));
+                }
+                notice!("created replication slot \"{slot}\" on publisher");
+            } else {
+                check_slot(&publisher, name, slot, PgLogLevel::ERROR);
+            }
+        }
+        Some(_) => {}
+        // ALTER: the stored configuration stands; a publisher that cannot be reached now is
+        // only worth a warning (PostgreSQL's ALTER SUBSCRIPTION ... SET does not connect).
+        None if request.kinds.is_some_and(|k| !k.is_empty()) => {
+            let catalog = read_catalog(subid);
+            let publisher = catalog
+                .as_ref()
+                .map(|c| Publisher::connect(&c.conninfo, name));
+            match (catalog, publisher) {
+                (Some(catalog), Some(Ok(publisher))) => {
+                    check_kinds(&publisher, request, &catalog.publications);
+                    if let Some(slot) = &catalog.slot {
+                        check_slot(&publisher, name, slot, PgLogLevel::WARNING);
+                    }
+                }
+                (_, Some(Err(e))) => warning!(
+                    "could not connect to the publisher to check the DDL kinds of subscription \"{name}\": {e}"
+                ),
+                _ => warning!(
+                    "the DDL kinds of subscription \"{name}\" were not checked against the publisher (no access to its connection string)"
+                ),
+            }
+        }
+        None => {}
+    }
+}
+
+/// An error when the subscription asks for DDL its publications do not send: a kind it names
+/// that none of them replicates, any DDL at all when none does (`all` asks for whatever they
+/// send), or a publisher without `ddl_sync`.
+fn check_kinds(publisher: &Publisher, request: &Request, publications: &[String]) {
+    let Some(requested) = request.kinds.filter(|k| !k.is_empty()) else {
+        return;
+    };
+    let name = &request.subscription;
+    let Some(offered) = publisher.offered_kinds(publications) else {
+        report(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("subscription \"{name}\" asks for DDL (ddl = '{requested}'), but the publisher has no ddl_sync extension"),
+            "Without it the publisher captures no DDL.".into(),
+            "Run CREATE EXTENSION ddl_sync in the publisher's database and give its publications a ddl option.",
+        );
+        unreachable!("ERROR returns no control");
+    };
+    let missing = if request.all {
+        if offered.is_empty() {
+            requested
+        } else {
+            ddl_filter::DdlKinds::empty()
+        }
+    } else {
+        requested - offered
+    };
+    if missing.is_empty() {
+        return;
+    }
+    let names = publications.join(", ");
+    let message = if request.all {
+        format!("subscription \"{name}\" asks for DDL, but none of its publications replicates DDL")
+    } else {
+        format!("subscription \"{name}\" asks for DDL of kinds that none of its publications replicates: {missing}")
+    };
+    report(
+        PgLogLevel::ERROR,
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        message,
+        format!("Publications {names} replicate DDL of kinds: {offered}."),
+        "Add the kinds to a publication on the publisher (ALTER PUBLICATION ... SET (ddl = '...')), or leave them out of the subscription's ddl.",
+    );
+}
+
+/// With `create_slot = false` the slot is the user's to make; one that exists with another
+/// plugin would never send DDL.
+fn check_slot(publisher: &Publisher, name: &str, slot: &str, level: PgLogLevel) {
+    match publisher.slot_plugin(slot) {
+        Some(plugin) if plugin != PLUGIN => report(
+            level,
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("replication slot \"{slot}\" on the publisher uses plugin \"{plugin}\", not {PLUGIN}"),
+            format!("Subscription \"{name}\" replicates DDL, which only a slot of plugin {PLUGIN} sends."),
+            &format!("Create the slot on the publisher with SELECT pg_create_logical_replication_slot('{slot}', '{PLUGIN}')."),
+        ),
+        _ => {}
+    }
+}

@@ -1,0 +1,191 @@
+//! The publisher of a subscription, reached the way PostgreSQL's own CREATE SUBSCRIPTION reaches
+//! it: a logical replication connection made by libpqwalreceiver, on which both replication
+//! commands and SQL run.
+
+use ddl_filter::DdlKinds;
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
+use std::ffi::{CStr, CString};
+
+/// The output plugin a DDL-replicating subscription's slot must use.
+pub(super) const PLUGIN: &str = "ddl_pgoutput";
+
+/// An open connection; closed on drop, also when an error unwinds.
+pub(super) struct Publisher {
+    conn: *mut pg_sys::WalReceiverConn,
+    functions: &'static pg_sys::WalReceiverFunctionsType,
+}
+
+fn c_string(text: &str) -> CString {
+    CString::new(text).unwrap_or_else(|_| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "a NUL character in a value sent to the publisher"
+        );
+    })
+}
+
+/// `'text'` as an SQL literal, quoted by PostgreSQL (escapes and backslashes included).
+pub(super) fn literal(text: &str) -> String {
+    let text = c_string(text);
+    // SAFETY: a NUL-terminated string; the result is palloc'd in the current context.
+    unsafe { CStr::from_ptr(pg_sys::quote_literal_cstr(text.as_ptr())) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+impl Publisher {
+    /// Connects like the subscription's workers will (`conninfo`, application name the
+    /// subscription's). `Err` carries libpq's message.
+    pub(super) fn connect(conninfo: &str, subscription: &str) -> Result<Publisher, String> {
+        let conninfo = c_string(conninfo);
+        let appname = c_string(subscription);
+        // SAFETY: loading the library sets WalReceiverFunctions (PostgreSQL does the same); the
+        // function pointers are raw C, so they are guarded.
+        unsafe {
+            pg_sys::load_file(c"libpqwalreceiver".as_ptr(), false);
+            let functions = pg_sys::WalReceiverFunctions.as_ref().unwrap_or_else(|| {
+                error!("ddl_sync: libpqwalreceiver did not register its functions")
+            });
+            let connect = functions.walrcv_connect.expect("walrcv_connect");
+            let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+            let conn = pg_guard_ffi_boundary(|| {
+                connect(conninfo.as_ptr(), true, appname.as_ptr(), &mut err)
+            });
+            if conn.is_null() {
+                return Err(if err.is_null() {
+                    "unknown error".to_owned()
+                } else {
+                    CStr::from_ptr(err).to_string_lossy().into_owned()
+                });
+            }
+            Ok(Publisher { conn, functions })
+        }
+    }
+
+    /// Runs `command` (SQL or a replication command) that returns `columns` columns; the first
+    /// column of its first row (`None`: no row; `Some(None)`: NULL). `Err` carries the
+    /// publisher's message.
+    pub(super) fn first_value(
+        &self,
+        command: &str,
+        columns: usize,
+    ) -> Result<Option<Option<String>>, String> {
+        let command = c_string(command);
+        let types = vec![pg_sys::TEXTOID; columns];
+        let exec = self.functions.walrcv_exec.expect("walrcv_exec");
+        // SAFETY: a live connection; the result and slot are freed before returning (an ERROR
+        // in between leaves them to the memory context, as PostgreSQL's own callers do).
+        unsafe {
+            let res = pg_guard_ffi_boundary(|| {
+                exec(self.conn, command.as_ptr(), columns as i32, types.as_ptr())
+            });
+            if (*res).status != pg_sys::WalRcvExecStatus::WALRCV_OK_TUPLES {
+                let err = if (*res).err.is_null() {
+                    "unexpected result".to_owned()
+                } else {
+                    CStr::from_ptr((*res).err).to_string_lossy().into_owned()
+                };
+                pg_sys::walrcv_clear_result(res);
+                return Err(err);
+            }
+            let slot =
+                pg_sys::MakeSingleTupleTableSlot((*res).tupledesc, &pg_sys::TTSOpsMinimalTuple);
+            let value = if pg_sys::tuplestore_gettupleslot((*res).tuplestore, true, false, slot) {
+                let mut isnull = false;
+                let datum = pg_sys::slot_getattr(slot, 1, &mut isnull);
+                Some((!isnull).then(|| {
+                    CStr::from_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr()))
+                        .to_string_lossy()
+                        .into_owned()
+                }))
+            } else {
+                None
+            };
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::walrcv_clear_result(res);
+            Ok(value)
+        }
+    }
+
+    /// A one-column query that returns one row; its error is the publisher's.
+    fn value(&self, sql: &str, what: &str) -> Option<String> {
+        self.first_value(sql, 1)
+            .unwrap_or_else(|e| {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                    format!("could not read {what} from the publisher: {e}")
+                );
+            })
+            .flatten()
+    }
+
+    /// Which DDL kinds the publications `publications` replicate, every rule of theirs counted
+    /// (a schema rule may send kinds the publication row does not); `None` when the publisher
+    /// has no `ddl_sync` extension in this database.
+    pub(super) fn offered_kinds(&self, publications: &[String]) -> Option<DdlKinds> {
+        let installed = self.value(
+            "SELECT count(*)::text FROM pg_catalog.pg_extension WHERE extname = 'ddl_sync'",
+            "its extensions",
+        );
+        if installed.as_deref() != Some("1") {
+            return None;
+        }
+        let names: Vec<String> = publications.iter().map(|p| literal(p)).collect();
+        let bits = self.value(
+            &format!(
+                "SELECT coalesce(bit_or(s.pfsyncddl), 0)::text
+                   FROM ddl_sync.publication_sync s
+                   JOIN pg_catalog.pg_publication p ON p.oid = s.pfsyncpubid
+                  WHERE s.pfsyncenabled AND p.pubname IN ({})",
+                names.join(", ")
+            ),
+            "the DDL configuration of the publications",
+        );
+        Some(DdlKinds::from_bits_truncate(
+            bits.and_then(|b| b.parse().ok()).unwrap_or(0),
+        ))
+    }
+
+    /// The output plugin of slot `slot`; `None` when the slot does not exist.
+    pub(super) fn slot_plugin(&self, slot: &str) -> Option<String> {
+        self.value(
+            &format!(
+                "SELECT plugin::text FROM pg_catalog.pg_replication_slots WHERE slot_name = {}",
+                literal(slot)
+            ),
+            "its replication slots",
+        )
+    }
+
+    /// Creates logical slot `slot` with plugin `ddl_pgoutput`, as PostgreSQL's
+    /// walrcv_create_slot does with pgoutput (no snapshot; two-phase when asked), and with the
+    /// same error.
+    pub(super) fn create_slot(&self, slot: &str, two_phase: bool) {
+        // The name passed ReplicationSlotValidateName in CREATE SUBSCRIPTION: [a-z0-9_] only.
+        let command = format!(
+            "CREATE_REPLICATION_SLOT \"{slot}\" LOGICAL {PLUGIN} (SNAPSHOT 'nothing'{})",
+            if two_phase { ", TWO_PHASE" } else { "" }
+        );
+        // slot_name, consistent_point, snapshot_name, output_plugin
+        if let Err(e) = self.first_value(&command, 4) {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+                format!("could not create replication slot \"{slot}\": {e}")
+            );
+        }
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        if let Some(disconnect) = self.functions.walrcv_disconnect {
+            // SAFETY: the connection is open and closed once; PQfinish raises no ERROR.
+            unsafe { disconnect(self.conn) };
+        }
+    }
+}
