@@ -1,5 +1,6 @@
 -- Rows follow what they are about: when a publication, schema, relation or object is dropped,
--- its publication_sync rows go with it, in the same transaction.
+-- its publication_sync rows go with it, in the same transaction; so do the SQL adapters
+-- (ddl_sync.adapter) of a dropped function.
 
 -- SECURITY DEFINER: whoever drops a publication or table must not need privileges on the
 -- catalog. Safe: it only deletes rows of objects that this very command dropped, and an event
@@ -22,6 +23,12 @@ BEGIN
            AND s.pfsyncobjid = d.objid)
        OR (d.objsubid = 0 AND d.classid = 'pg_class'::regclass AND s.pfsynckind = 'r'
            AND s.pfsyncrelid = d.objid);
+    -- A SQL adapter whose function is dropped is gone: the C or built-in adapter of its
+    -- dialect replays it again (ddl_sync.adapter is created after this function).
+    DELETE FROM ddl_sync.adapter AS a
+    USING pg_event_trigger_dropped_objects() AS d
+    WHERE d.classid = 'pg_proc'::regclass
+      AND d.objid IN (a.execute_function, a.init_function, a.cleanup_function);
     PERFORM set_config('ddl_sync.local_change', 'off', true);
 END
 $$;

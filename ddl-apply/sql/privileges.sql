@@ -16,3 +16,8 @@ GRANT SELECT ON TABLE ddl_sync.publication_ddl_config TO PUBLIC;
 REVOKE ALL ON TABLE ddl_sync.events FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION ddl_sync.forget_dropped_objects() FROM PUBLIC;
+
+-- Which SQL adapter replays which dialect is readable by all; register_adapter and
+-- unregister_adapter check that the caller may change it.
+REVOKE ALL ON TABLE ddl_sync.adapter FROM PUBLIC;
+GRANT SELECT ON TABLE ddl_sync.adapter TO PUBLIC;

@@ -49,6 +49,11 @@ extension_sql_file!(
     name = "apply",
     requires = ["catalog", replay::replay]
 );
+extension_sql_file!(
+    "../sql/adapters.sql",
+    name = "adapters",
+    requires = ["catalog", "capture"]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// The version of the installed extension library, to compare with `pg_extension.extversion`

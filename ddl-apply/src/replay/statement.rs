@@ -63,7 +63,15 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
 /// with the event's search_path set: the kind of `ALTER TABLE x` depends on what `x` is.
 pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked, String> {
-    let parsed = parse_one(sql)?;
+    check_parsed(&parse_one(sql)?, claimed_tag, claimed_kind)
+}
+
+/// [`check`] of a statement already parsed.
+pub fn check_parsed(
+    parsed: &Parsed,
+    claimed_tag: &str,
+    claimed_kind: &str,
+) -> Result<Checked, String> {
     if parsed.tag != claimed_tag {
         return Err(format!(
             "the row claims {claimed_tag}, but the statement is {}",
@@ -86,7 +94,7 @@ pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked
         ));
     }
     Ok(Checked {
-        tag: parsed.tag,
+        tag: parsed.tag.clone(),
         kind,
     })
 }
