@@ -14,3 +14,8 @@ GRANT SELECT ON TABLE ddl_sync.publication_ddl_config TO PUBLIC;
 -- texts of pg_stat_activity): a replication role that is not superuser needs
 -- GRANT SELECT ON ddl_sync.events TO that_role for the initial table sync.
 REVOKE ALL ON TABLE ddl_sync.events FROM PUBLIC;
+
+-- Which SQL adapter replays which dialect is readable by all; register_adapter and
+-- unregister_adapter check that the caller may change it.
+REVOKE ALL ON TABLE ddl_sync.adapter FROM PUBLIC;
+GRANT SELECT ON TABLE ddl_sync.adapter TO PUBLIC;

@@ -48,6 +48,11 @@ extension_sql_file!(
     name = "apply",
     requires = ["catalog", "capture", replay::replay]
 );
+extension_sql_file!(
+    "../sql/adapters.sql",
+    name = "adapters",
+    requires = ["catalog", "capture"]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of

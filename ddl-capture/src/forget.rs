@@ -1,11 +1,14 @@
-//! Rules follow what they are about: when a publication, schema, relation or object is dropped,
-//! its `publication_sync` rows go with it, in the same transaction.
+//! Rows follow what they are about: when a publication, schema, relation or object is dropped,
+//! its `publication_sync` rows go with it, in the same transaction; so does the SQL adapter
+//! (`ddl_sync.adapter`) of a dropped function, whose dialect is then replayed by the C or
+//! built-in adapter again.
 //!
 //! Done here, in the `sql_drop` event trigger that already reads the dropped objects, rather
 //! than by a PL/pgSQL trigger of its own: that one cost a SECURITY DEFINER call, two
 //! `set_config`s and a planned DELETE on every DROP of every table, about 5% of a DROP's time,
 //! to find nothing to delete almost always. Here the common case costs one comparison per row.
 
+use crate::catalog;
 use crate::rules::{self, Row};
 use crate::statement::Dropped;
 use pgrx::pg_sys;
@@ -27,6 +30,28 @@ pub unsafe fn forget(dropped: &[Dropped]) {
             pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
         }
     });
+    let functions: Vec<u32> = dropped
+        .iter()
+        .filter(|d| d.class_id == u32::from(pg_sys::ProcedureRelationId))
+        .map(|d| d.object_id)
+        .collect();
+    if functions.is_empty() {
+        return;
+    }
+    let columns = [c"execute_function", c"init_function", c"cleanup_function"];
+    catalog::scan(
+        c"adapter",
+        &columns,
+        pg_sys::RowExclusiveLock,
+        |rel, tuple, v| {
+            let uses = |d: &Option<pg_sys::Datum>| {
+                d.is_some_and(|d| functions.contains(&(d.value() as u32)))
+            };
+            if v.iter().any(uses) {
+                pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+            }
+        },
+    );
 }
 
 /// Whether `row` is about the dropped object `d` (a column drop leaves its relation's rows).

@@ -16,6 +16,7 @@
 //!
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
+mod catalog;
 mod collection;
 mod early;
 mod emit;

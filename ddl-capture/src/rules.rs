@@ -9,6 +9,7 @@
 //! For each publication the most specific enabled row decides: object, then relation, then
 //! schema, then the publication row. No enabled row: the publication does not replicate DDL.
 
+use crate::catalog;
 use ddl_filter::{DdlCandidate, DdlKinds, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
@@ -179,26 +180,6 @@ pub(crate) unsafe fn scan(
     lockmode: u32,
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, Row),
 ) {
-    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-    let relid = if nsp == pg_sys::InvalidOid {
-        pg_sys::InvalidOid
-    } else {
-        pg_sys::get_relname_relid(c"publication_sync".as_ptr(), nsp)
-    };
-    if relid == pg_sys::InvalidOid {
-        return;
-    }
-    let lockmode = lockmode as pg_sys::LOCKMODE;
-    let rel = pg_sys::table_open(relid, lockmode);
-    let desc = (*rel).rd_att;
-    let natts = (*desc).natts as usize;
-    let position = |name: &CStr| {
-        (*desc)
-            .attrs
-            .as_slice(natts)
-            .iter()
-            .position(|a| !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()) == name)
-    };
     let columns = [
         c"pfsyncpubid",
         c"pfsynckind",
@@ -208,46 +189,23 @@ pub(crate) unsafe fn scan(
         c"pfsyncenabled",
         c"pfsyncddl",
         c"pfsyncextra",
-    ]
-    .map(position);
-    let Some(at) = columns.iter().copied().collect::<Option<Vec<usize>>>() else {
-        pg_sys::table_close(rel, lockmode);
-        error!("ddl_sync: ddl_sync.publication_sync lacks a column this version reads");
-    };
-    let mut values = vec![pg_sys::Datum::from(0usize); natts];
-    let mut nulls = vec![true; natts];
-    // A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
-    // transaction PostgreSQL allows only these, which check for a concurrent abort.
-    let scan = pg_sys::systable_beginscan(
-        rel,
-        pg_sys::InvalidOid,
-        false,
-        std::ptr::null_mut(),
-        0,
-        std::ptr::null_mut(),
-    );
-    loop {
-        let tuple = pg_sys::systable_getnext(scan);
-        if tuple.is_null() {
-            break;
-        }
-        pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
-        let oid = |i: usize| pg_sys::Oid::from(values[at[i]].value() as u32);
+    ];
+    catalog::scan(c"publication_sync", &columns, lockmode, |rel, tuple, v| {
+        let value = |i: usize| v[i].map_or(0, |d| d.value());
+        let oid = |i: usize| pg_sys::Oid::from(value(i) as u32);
         let row = Row {
             pubid: oid(0),
-            kind: values[at[1]].value() as u8,
+            kind: value(1) as u8,
             nspid: oid(2),
             relid: oid(3),
             objid: oid(4),
-            enabled: values[at[5]].value() != 0,
-            ddl: values[at[6]].value() as i32,
-            extra: (!nulls[at[7]]).then(|| {
-                let text = pg_sys::text_to_cstring(values[at[7]].cast_mut_ptr());
+            enabled: value(5) != 0,
+            ddl: value(6) as i32,
+            extra: v[7].map(|d| {
+                let text = pg_sys::text_to_cstring(d.cast_mut_ptr());
                 CStr::from_ptr(text).to_string_lossy().into_owned()
             }),
         };
         each(rel, tuple, row);
-    }
-    pg_sys::systable_endscan(scan);
-    pg_sys::table_close(rel, lockmode);
+    });
 }

@@ -3,7 +3,8 @@
 //! not agree to.
 
 use ddl_e2e::{ddl_publisher, wait_for};
-use ddl_testkit::{Cluster, ClusterBuilder};
+use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
+use std::process::Command;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -11,6 +12,12 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// Publisher with publication `p` (FOR ALL TABLES, ddl = 'all') on slot `s`; subscriber with
 /// `sub` replaying `ddl` under `conflict`.
 fn pair(name: &str, ddl: &str, conflict: &str) -> (Cluster, Cluster) {
+    let publisher = publisher_of_pair(name);
+    let subscriber = subscriber_of_pair(name, ddl, conflict, &[], &publisher);
+    (publisher, subscriber)
+}
+
+fn publisher_of_pair(name: &str) -> Cluster {
     let publisher = ddl_publisher(&format!("{name}-pub"));
     publisher
         .psql(
@@ -20,8 +27,20 @@ fn pair(name: &str, ddl: &str, conflict: &str) -> (Cluster, Cluster) {
              SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
         )
         .expect("publisher setup");
+    publisher
+}
+
+/// The subscriber of [`pair`], with `preload` as its shared_preload_libraries.
+fn subscriber_of_pair(
+    name: &str,
+    ddl: &str,
+    conflict: &str,
+    preload: &[&str],
+    publisher: &Cluster,
+) -> Cluster {
     let subscriber = ClusterBuilder::new()
         .name(&format!("{name}-sub"))
+        .shared_preload_libraries(preload)
         .build()
         .expect("subscriber");
     subscriber
@@ -38,7 +57,7 @@ fn pair(name: &str, ddl: &str, conflict: &str) -> (Cluster, Cluster) {
             ),
         )
         .expect("subscriber setup");
-    (publisher, subscriber)
+    subscriber
 }
 
 fn query(pg: &Cluster, sql: &str) -> String {
@@ -157,13 +176,18 @@ fn tables_made_from_queries_get_the_publishers_rows_once() {
 
 /// Inserts a hand-made event into the publisher's ddl_sync.events: it travels like any row.
 fn hostile(publisher: &Cluster, n: u32, kind: &str, tag: &str, sql: &str) {
+    send_event(publisher, n, "postgres", kind, tag, sql);
+}
+
+/// [`hostile`] in any dialect.
+fn send_event(publisher: &Cluster, n: u32, dialect: &str, kind: &str, tag: &str, sql: &str) {
     query(
         publisher,
         &format!(
             "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
                  kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
                  role_name, session_user_name, database_name)
-             VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', 'postgres', '{tag}', 'public',
+             VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', '{dialect}', '{tag}', 'public',
                  'public.t', $sql${sql}$sql$, 'public', 'postgres', 'postgres', 'postgres')"
         ),
     );
@@ -304,5 +328,94 @@ fn an_insert_outside_an_apply_worker_replays_nothing() {
             "SELECT count(*) FROM pg_class WHERE relname = 'x'"
         ),
         "0"
+    );
+}
+
+/// Compiles e2e/c/ddl_sync_test_adapter.c, a dialect adapter in its own extension library,
+/// against the server's headers and the ddl_sync_adapter.h that `cargo xtask install` put next
+/// to them; returns the directory (kept while it lives) and the library's path.
+fn build_test_adapter(pg: &Cluster) -> (TempDir, String) {
+    let pg_config = |flag: &str| {
+        let out = Command::new(pg.bin("pg_config"))
+            .arg(flag)
+            .output()
+            .expect("pg_config runs");
+        String::from_utf8(out.stdout)
+            .expect("UTF-8")
+            .trim()
+            .to_string()
+    };
+    let server = pg_config("--includedir-server");
+    let dir = TempDir::for_postgres("c-adapter").expect("temp dir");
+    let library = dir.path().join("ddl_sync_test_adapter.so");
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/c/ddl_sync_test_adapter.c");
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wall", "-Werror", "-o"])
+        .arg(&library)
+        .arg(format!("-I{server}"))
+        .arg(format!("-I{server}/extension/ddl_sync"))
+        .arg(source)
+        .output()
+        .expect("cc runs");
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let library = library.to_str().expect("UTF-8 path").to_string();
+    (dir, library)
+}
+
+#[test]
+fn an_adapter_registered_by_another_extension_replays_its_dialect() {
+    let publisher = publisher_of_pair("replay-c-adapter");
+    let (_dir, library) = build_test_adapter(&publisher);
+    let subscriber = subscriber_of_pair("replay-c-adapter", "all", "skip", &[&library], &publisher);
+    // Registered from _PG_init in the postmaster: every backend has it.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT name || ' ' || source FROM ddl_sync.adapters() WHERE dialect = 'mysql'"
+        ),
+        "mysql-c c"
+    );
+    send_event(
+        &publisher,
+        1,
+        "mysql",
+        "table",
+        "CREATE TABLE",
+        "CREATE TABLE `Orders` (`Id` int PRIMARY KEY)",
+    );
+    send_event(
+        &publisher,
+        2,
+        "mysql",
+        "table",
+        "CREATE TABLE",
+        "CREATE TABLE ereport (a int)",
+    );
+    let log = wait_log(&subscriber, &publisher, 2);
+    assert_eq!(
+        log,
+        [
+            "applied|CREATE TABLE|",
+            "failed|CREATE TABLE|the mysql-c adapter refuses \"CREATE TABLE ereport (a int)\"",
+        ],
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(DISTINCT apply_adapter, ',') FROM ddl_sync.events"
+        ),
+        "mysql-c"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(attname, ',') FROM pg_attribute
+              WHERE attrelid = 'public.\"Orders\"'::regclass AND attnum > 0"
+        ),
+        "Id"
     );
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask install [--debug]`: build and install `ddl_pgoutput` and the `ddl_sync` extension
-//! into the PostgreSQL that `pg_config` names (pkglibdir and sharedir/extension).
+//! into the PostgreSQL that `pg_config` names (pkglibdir, sharedir/extension, and the adapter
+//! header under includedir-server/extension/ddl_sync).
 //!
 //! `cargo xtask test` installs debug builds this way before the cluster tests, which load the
 //! libraries from the server's own directories as a user's server would.
@@ -23,7 +24,7 @@ pub enum Profile {
     Release,
 }
 
-/// Installs both libraries and the extension's files.
+/// Installs both libraries and the extension's files, the adapter header among them.
 pub fn install(profile: Profile) -> Result {
     setup::ensure()?;
     let mut pgrx = vec!["pgrx", "install", "--pg-config"];
@@ -36,7 +37,26 @@ pub fn install(profile: Profile) -> Result {
         .args(pgrx)
         .dir(project_root().join("ddl-apply"))
         .run()?;
+    install_header(&pg_config)?;
     install_plugin(profile)
+}
+
+/// The C header of the adapter registration API (see ddl-apply's README, "Adapters").
+pub const ADAPTER_HEADER: &str = "ddl-apply/include/ddl_sync_adapter.h";
+
+/// Where extensions' builds find [`ADAPTER_HEADER`]: `extension/ddl_sync/` under
+/// `pg_config --includedir-server`, where PGXS installs an extension's headers.
+pub fn header_dir(pg_config: &str) -> Result<PathBuf> {
+    let server = Cmd::new(pg_config).args(["--includedir-server"]).read()?;
+    Ok(PathBuf::from(server).join("extension").join("ddl_sync"))
+}
+
+fn install_header(pg_config: &str) -> Result {
+    let dir = header_dir(pg_config)?;
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let from = project_root().join(ADAPTER_HEADER);
+    let name = from.file_name().ok_or("the header has a file name")?;
+    install_file(&from, &dir.join(name))
 }
 
 /// Installs `ddl_pgoutput.so` alone: the `ddl_sync` extension's capture triggers are functions
@@ -62,7 +82,9 @@ pub fn install_plugin(profile: Profile) -> Result {
 /// Copies through a temporary name and renames, so a running server that maps the old library
 /// keeps its inode, and a new backend never sees a half-written file.
 fn install_file(from: &Path, to: &Path) -> Result {
-    let tmp = to.with_extension("so.tmp");
+    let mut tmp = to.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     std::fs::copy(from, &tmp)
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), tmp.display()))?;
     std::fs::rename(&tmp, to)

@@ -1,11 +1,12 @@
 //! `cargo xtask package`: release artifacts in PostgreSQL's directory layout.
 //!
 //! The tree under `target/package/ddl_sync-<version>-pg15/` mirrors the absolute paths the target
-//! `pg_config` reports (pkglibdir, sharedir/extension, bindir), so `cp -a tree/. /` or
+//! `pg_config` reports (pkglibdir, sharedir/extension, bindir, and
+//! includedir-server/extension/ddl_sync for the adapter header), so `cp -a tree/. /` or
 //! `tar -C / -xzf` installs it; the `.tar.gz` next to it is that tree archived.
 
 use crate::cmd::Cmd;
-use crate::{project_root, setup, Result};
+use crate::{install, project_root, setup, Result};
 use std::path::{Path, PathBuf};
 
 pub fn run() -> Result {
@@ -48,6 +49,13 @@ pub fn run() -> Result {
     copy(
         &release.join("ddl-dump"),
         &under(&stage, &bindir).join("ddl-dump"),
+    )?;
+    // The C header for adapters registered by other extensions.
+    let header = root.join(install::ADAPTER_HEADER);
+    let header_name = header.file_name().ok_or("the header has a file name")?;
+    copy(
+        &header,
+        &under(&stage, &install::header_dir(&pg_config)?).join(header_name),
     )?;
 
     let archive = out.join(format!("{name}.tar.gz"));

@@ -5,21 +5,49 @@ use ddl_adapter::{Context, Host, Outcome};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
+use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 
-/// Runs adapters' requests in the apply worker's transaction.
-pub struct ServerHost<'c> {
-    checked: &'c Checked,
+/// What the event being replayed claims. Every statement an adapter runs, by whichever path (a
+/// Rust adapter's `Host::execute`, a C adapter's `ctx->execute`, a SQL adapter's
+/// `ddl_sync.adapter_execute`), is checked against it: an adapter may rewrite the text of a
+/// statement from its dialect, never turn it into another command.
+struct Claim {
+    tag: String,
+    kind: &'static str,
+    /// Why a statement an adapter ran was refused: the row then says `refused`.
+    refusal: Option<String>,
+}
+
+thread_local! {
+    static CLAIM: RefCell<Option<Claim>> = const { RefCell::new(None) };
+}
+
+/// Runs adapters' requests in the apply worker's transaction; the claim of the event holds
+/// while it lives.
+pub struct ServerHost {
+    /// The claim of an enclosing replay, back when this one ends.
+    outer: Option<Claim>,
     /// The user and security context to restore when a role was entered.
     saved_user: Option<(pg_sys::Oid, i32)>,
 }
 
-impl<'c> ServerHost<'c> {
-    pub fn new(checked: &'c Checked) -> ServerHost<'c> {
+impl ServerHost {
+    pub fn new(checked: &Checked) -> ServerHost {
+        let claim = Claim {
+            tag: checked.tag.clone(),
+            kind: checked.kind.token(),
+            refusal: None,
+        };
         ServerHost {
-            checked,
+            outer: CLAIM.replace(Some(claim)),
             saved_user: None,
         }
+    }
+
+    /// Why a statement an adapter ran was refused, if one was.
+    pub fn refusal(&self) -> Option<String> {
+        CLAIM.with_borrow(|c| c.as_ref().and_then(|c| c.refusal.clone()))
     }
 
     /// Becomes `role` when it exists here and the current user (the subscription owner) may
@@ -79,7 +107,13 @@ fn current_user_name() -> String {
     }
 }
 
-impl Host for ServerHost<'_> {
+impl Drop for ServerHost {
+    fn drop(&mut self) {
+        CLAIM.set(self.outer.take());
+    }
+}
+
+impl Host for ServerHost {
     fn set_setting(&mut self, name: &str, value: &str) -> Result<Option<String>, String> {
         let previous = Spi::get_one_with_args::<String>(
             "SELECT pg_catalog.current_setting($1, true)",
@@ -103,32 +137,52 @@ impl Host for ServerHost<'_> {
     }
 
     fn execute(&mut self, sql: &str) -> Outcome {
-        let parsed = match statement::parse_one(sql) {
-            Ok(parsed) => parsed,
-            Err(e) => return Outcome::Fatal(e),
-        };
-        // An adapter may rewrite the text, never turn it into another command.
-        if parsed.tag != self.checked.tag {
-            return Outcome::Fatal(format!(
-                "the adapter turned {} into {}: refused",
-                self.checked.tag, parsed.tag
-            ));
-        }
-        let Ok(text) = CString::new(sql) else {
-            return Outcome::Fatal("the statement contains a NUL byte".into());
-        };
-        // SAFETY: the tree was just parsed from `text` in this call.
-        unsafe {
-            if statement::make_transactional((*parsed.stmt).stmt) {
-                notice!("ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction");
-            }
-            if statement::without_table_data((*parsed.stmt).stmt) {
-                notice!("ddl_sync: replaying \"{sql}\" WITH NO DATA: its rows come by replication");
-            }
-            statement::execute(&parsed, &text);
-        }
-        Outcome::Success
+        execute_claimed(sql)
     }
+}
+
+/// Whether a DDL event is being replayed in this backend.
+pub fn replaying() -> bool {
+    CLAIM.with_borrow(Option::is_some)
+}
+
+/// Checks `sql` against the claim of the event being replayed and runs it from its parse tree.
+/// A refused statement is not run: the outcome is fatal and the row will say `refused`.
+pub fn execute_claimed(sql: &str) -> Outcome {
+    let Some((tag, kind)) = CLAIM.with_borrow(|c| c.as_ref().map(|c| (c.tag.clone(), c.kind)))
+    else {
+        return Outcome::Fatal("no DDL event is being replayed".into());
+    };
+    let parsed = match statement::parse_one(sql)
+        .and_then(|parsed| statement::check_parsed(&parsed, &tag, kind).map(|_| parsed))
+    {
+        Ok(parsed) => parsed,
+        Err(reason) => {
+            let reason = format!("the adapter's statement \"{sql}\" is refused: {reason}");
+            CLAIM.with_borrow_mut(|c| {
+                if let Some(c) = c {
+                    c.refusal.get_or_insert_with(|| reason.clone());
+                }
+            });
+            return Outcome::Fatal(reason);
+        }
+    };
+    let Ok(text) = CString::new(sql) else {
+        return Outcome::Fatal("the statement contains a NUL byte".into());
+    };
+    // SAFETY: the tree was just parsed from `text` in this call.
+    unsafe {
+        if statement::make_transactional((*parsed.stmt).stmt) {
+            notice!(
+                "ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction"
+            );
+        }
+        if statement::without_table_data((*parsed.stmt).stmt) {
+            notice!("ddl_sync: replaying \"{sql}\" WITH NO DATA: its rows come by replication");
+        }
+        statement::execute(&parsed, &text);
+    }
+    Outcome::Success
 }
 
 /// Sets search_path for the rest of the transaction and returns the value it had.
@@ -155,8 +209,8 @@ pub fn set_replay_origin(origin: &str) {
     .unwrap_or_else(|e| error!("ddl_sync: cannot set ddl_sync.replay_origin: {e}"));
 }
 
-/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and becomes a
-/// fatal outcome, as the `skip` conflict policy wants.
+/// Runs `f` in a subtransaction: an ERROR inside, or a failed outcome, rolls back only what `f`
+/// did (an ERROR becomes a fatal outcome), as the `skip` conflict policy wants.
 pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
     // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
     // subtransaction, and the caller only restores the role it saved before.
@@ -170,7 +224,13 @@ pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
         pg_sys::MemoryContextSwitchTo(memory);
         PgTryBuilder::new(|| {
             let outcome = f();
-            pg_sys::ReleaseCurrentSubTransaction();
+            // A failure reported without an ERROR (an adapter's fatal or retryable result, a
+            // refused statement) undoes what the adapter did before it, as an ERROR would.
+            if outcome.is_success() {
+                pg_sys::ReleaseCurrentSubTransaction();
+            } else {
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
             pg_sys::MemoryContextSwitchTo(memory);
             pg_sys::CurrentResourceOwner = owner;
             outcome

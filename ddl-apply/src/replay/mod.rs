@@ -9,15 +9,20 @@
 //! and the subscription owner may become it), through the adapter of its SQL dialect, and every
 //! setting is restored after, also on error.
 
+#[cfg(any(test, feature = "pg_test"))]
+mod adapter_tests;
+mod adapters;
+mod c_abi;
 mod host;
+mod sql_adapter;
 mod statement;
 pub(crate) mod subscription;
 
 use crate::replay::host::ServerHost;
 use crate::replay::statement::Checked;
 use crate::replay::subscription::{Conflict, Subscription};
-use ddl_adapter::{Adapter, Context, Outcome, Registry};
-use ddl_filter::DdlCandidate;
+use ddl_adapter::{Adapter, Context, Outcome};
+use ddl_filter::{DdlCandidate, DdlKind};
 use pgrx::prelude::*;
 use std::time::Instant;
 
@@ -52,6 +57,7 @@ fn replay(
     role_name: &str,
     origin_sysid: i64,
     origin_lsn: &str,
+    database_name: default!(&str, "''"),
 ) -> TableIterator<
     'static,
     (
@@ -71,6 +77,7 @@ fn replay(
         sql,
         search_path,
         role_name,
+        database_name,
         origin: format!("{origin_sysid} {origin_lsn}"),
     };
     let verdict = replay_event(&event);
@@ -92,6 +99,8 @@ struct Event<'a> {
     sql: &'a str,
     search_path: &'a str,
     role_name: &'a str,
+    /// The database the statement ran in on its origin node.
+    database_name: &'a str,
     /// `"<system identifier> <LSN>"` of the node where the statement first ran.
     origin: String,
 }
@@ -126,7 +135,7 @@ fn check_and_run(
     subscription: &Subscription,
     config: &subscription::Config,
 ) -> Verdict {
-    let checked = match statement::check(event.sql, event.command_tag, event.kind) {
+    let checked = match check(event) {
         Ok(checked) => checked,
         Err(reason) => return Verdict::new("refused", reason),
     };
@@ -151,7 +160,7 @@ fn check_and_run(
     if !config.rules.decide(&candidate).replicate() {
         return Verdict::new("skipped", "excluded by the subscription's rules");
     }
-    let registry = builtin_adapters();
+    let registry = adapters::registry(event.dialect);
     let Some(adapter) = registry.get(event.dialect) else {
         return Verdict::new(
             "refused",
@@ -166,12 +175,28 @@ fn check_and_run(
     verdict
 }
 
-/// The adapters this library provides; another extension may register its own (later).
-fn builtin_adapters() -> Registry {
-    let mut registry = Registry::new();
-    registry.register(Box::new(ddl_adapter_postgres::PostgresAdapter));
-    registry.register(Box::new(ddl_adapter_tsql::TsqlSimpleAdapter));
-    registry
+/// The statement of a `postgres` event is checked now, with this server's parser. Another
+/// dialect's text is not PostgreSQL's (backquotes, T-SQL): the row's claimed tag and kind stand
+/// in for the subscription's kinds and rules, and every statement the adapter runs is checked
+/// against that claim when it runs (`host::execute_claimed`).
+fn check(event: &Event<'_>) -> Result<Checked, String> {
+    if event.dialect.eq_ignore_ascii_case("postgres") {
+        return statement::check(event.sql, event.command_tag, event.kind);
+    }
+    let kind = DdlKind::ALL
+        .iter()
+        .copied()
+        .find(|k| k.token() == event.kind)
+        .ok_or_else(|| {
+            format!(
+                "the row claims kind \"{}\", which is not a DDL kind",
+                event.kind
+            )
+        })?;
+    Ok(Checked {
+        tag: event.command_tag.to_string(),
+        kind,
+    })
 }
 
 /// init_context → execute_ddl → cleanup_context, with the subscription's conflict policy.
@@ -179,6 +204,7 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
     let mut host = ServerHost::new(checked);
     let mut ctx = Context {
         dialect: event.dialect.to_string(),
+        database: event.database_name.to_string(),
         search_path: event.search_path.to_string(),
         role: event.role_name.to_string(),
         ..Context::default()
@@ -198,6 +224,11 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
         Conflict::Skip => host::in_subtransaction(attempt),
     };
     host.leave_role();
+    // A statement the adapter ran was not the event's: refused whatever the policy, as a
+    // statement refused before running (retrying would not change it).
+    if let Some(reason) = host.refusal() {
+        return Verdict::new("refused", reason);
+    }
     match outcome {
         Outcome::Success => Verdict {
             status: "applied",

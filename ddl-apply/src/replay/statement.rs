@@ -77,7 +77,15 @@ unsafe fn is_select_into(node: *mut pg_sys::Node) -> bool {
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
 /// with the event's search_path set: the kind of `ALTER TABLE x` depends on what `x` is.
 pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked, String> {
-    let parsed = parse_one(sql)?;
+    check_parsed(&parse_one(sql)?, claimed_tag, claimed_kind)
+}
+
+/// [`check`] of a statement already parsed.
+pub fn check_parsed(
+    parsed: &Parsed,
+    claimed_tag: &str,
+    claimed_kind: &str,
+) -> Result<Checked, String> {
     if parsed.tag != claimed_tag {
         return Err(format!(
             "the row claims {claimed_tag}, but the statement is {}",
@@ -100,7 +108,7 @@ pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked
         ));
     }
     Ok(Checked {
-        tag: parsed.tag,
+        tag: parsed.tag.clone(),
         kind,
     })
 }

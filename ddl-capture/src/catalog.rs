@@ -1,0 +1,75 @@
+//! Reading (and deleting from) the tables of the `ddl_sync` extension, from C-level code that
+//! cannot use SPI: the output plugin while decoding, and the capture's event triggers.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::ffi::CStr;
+
+/// Gives `each` every row of `ddl_sync.<table>`: the table (locked in `lockmode`), the row's
+/// tuple (valid until the next row) and the values of `columns`, in their order (`None` for
+/// NULL). Nothing when the extension is not installed.
+///
+/// A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
+/// transaction PostgreSQL allows only these, which check for a concurrent abort.
+///
+/// # Safety
+/// Runs in a backend inside a transaction; `columns` are of by-value types or `text`, read as
+/// the caller expects.
+pub unsafe fn scan(
+    table: &CStr,
+    columns: &[&CStr],
+    lockmode: u32,
+    mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, &[Option<pg_sys::Datum>]),
+) {
+    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
+    let relid = if nsp == pg_sys::InvalidOid {
+        pg_sys::InvalidOid
+    } else {
+        pg_sys::get_relname_relid(table.as_ptr(), nsp)
+    };
+    if relid == pg_sys::InvalidOid {
+        return;
+    }
+    let lockmode = lockmode as pg_sys::LOCKMODE;
+    let rel = pg_sys::table_open(relid, lockmode);
+    let desc = (*rel).rd_att;
+    let natts = (*desc).natts as usize;
+    let position = |name: &&CStr| {
+        (*desc)
+            .attrs
+            .as_slice(natts)
+            .iter()
+            .position(|a| !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()) == *name)
+    };
+    let Some(at) = columns.iter().map(position).collect::<Option<Vec<usize>>>() else {
+        pg_sys::table_close(rel, lockmode);
+        error!(
+            "ddl_sync: ddl_sync.{} lacks a column this version reads",
+            table.to_string_lossy()
+        );
+    };
+    let mut values = vec![pg_sys::Datum::from(0usize); natts];
+    let mut nulls = vec![true; natts];
+    let mut row = vec![None; at.len()];
+    let scan = pg_sys::systable_beginscan(
+        rel,
+        pg_sys::InvalidOid,
+        false,
+        std::ptr::null_mut(),
+        0,
+        std::ptr::null_mut(),
+    );
+    loop {
+        let tuple = pg_sys::systable_getnext(scan);
+        if tuple.is_null() {
+            break;
+        }
+        pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        for (value, &i) in row.iter_mut().zip(&at) {
+            *value = (!nulls[i]).then_some(values[i]);
+        }
+        each(rel, tuple, &row);
+    }
+    pg_sys::systable_endscan(scan);
+    pg_sys::table_close(rel, lockmode);
+}
