@@ -73,3 +73,13 @@ pub unsafe fn scan(
     pg_sys::systable_endscan(scan);
     pg_sys::table_close(rel, lockmode);
 }
+
+/// Whether `ddl_sync.<table>` has a row (false when the extension is not installed).
+///
+/// # Safety
+/// Runs in a backend inside a transaction.
+pub unsafe fn has_rows(table: &CStr) -> bool {
+    let mut found = false;
+    scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true);
+    found
+}

@@ -13,6 +13,15 @@ use crate::rules::{self, Row};
 use crate::statement::Dropped;
 use pgrx::pg_sys;
 
+/// Whether `ddl_sync.adapter` has rows that a drop could be about (those of
+/// `publication_sync` the caller has read already).
+///
+/// # Safety
+/// Runs in a backend inside a transaction.
+pub unsafe fn anything_to_forget() -> bool {
+    catalog::has_rows(c"adapter")
+}
+
 /// Deletes the rows about `dropped` objects.
 ///
 /// The rows are deleted as catalog rows (no triggers, no privilege check): whoever may drop an

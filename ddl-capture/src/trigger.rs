@@ -51,8 +51,8 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
 ) -> pg_sys::Datum {
     event_trigger_data(fcinfo);
     let rules = rules::PublicationRules::read(None);
-    if rules.is_empty() {
-        return pg_sys::Datum::from(0usize); // nothing to capture, no rule to forget
+    if rules.is_empty() && !forget::anything_to_forget() {
+        return pg_sys::Datum::from(0usize); // nothing to capture, no row to forget
     }
     let dropped = dropped_objects();
     forget::forget(&dropped);
