@@ -15,6 +15,7 @@
 //! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
 //! cargo xtask bench decode          ddl_pgoutput against pgoutput on the same WAL -> BENCHMARKS.md
 //! cargo xtask bench capture         DDL latency and TPS with the capture hook -> BENCHMARKS.md
+//! cargo xtask bench apply           a migration's apply time and DML lag on a subscriber -> BENCHMARKS.md
 //! ```
 
 mod bench;
@@ -33,7 +34,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [--keep]|setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture>>";
+    "usage: cargo xtask <demo [--keep]|setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -1,4 +1,4 @@
-//! `cargo xtask bench <wire|decode|capture>`: each command measures one thing and rewrites its
+//! `cargo xtask bench <wire|decode|capture|apply>`: each command measures one thing and rewrites its
 //! own section of BENCHMARKS.md (the other sections are kept as they are).
 //!
 //! ```text
@@ -7,17 +7,22 @@
 //!                                         ddl_pgoutput against pgoutput on the same WAL
 //! cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]
 //!                                         DDL latency and TPS with and without capture
+//! cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]
+//!                                         a migration's apply time on a subscriber, and the
+//!                                         lag of DML during a DDL burst
 //! ```
 //!
 //! What every section holds: the date, the machine (and how quiet it was), the server, the
 //! workload, the method, the figures, the ratios against the targets, and the command that
 //! reproduces it. Shared here: the machine's description, the section rewriting, pgbench and
 //! the statistics; `procfs` reads /proc (load, CPU time, memory), `events` reads the DDL events
-//! of a `ddl_pgoutput` stream.
+//! of a `ddl_pgoutput` stream, `migration` generates the migration that `apply` replays.
 
+mod apply;
 mod capture;
 mod decode;
 mod events;
+mod migration;
 mod procfs;
 mod wire;
 
@@ -26,13 +31,14 @@ use crate::{project_root, setup, Result};
 use ddl_testkit::Cluster;
 use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture> [options]";
+const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply> [options]";
 
 pub fn run(args: &[&str]) -> Result {
     match args {
         ["wire", rest @ ..] => wire::run(rest),
         ["decode", rest @ ..] => decode::run(rest),
         ["capture", rest @ ..] => capture::run(rest),
+        ["apply", rest @ ..] => apply::run(rest),
         _ => Err(USAGE.to_string()),
     }
 }
@@ -44,20 +50,24 @@ fn bench_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Fails unless the installed `ddl_pgoutput.so` is the release build of this tree: call it once
-/// the clusters have started (they loaded the library then). `cargo xtask test` installs debug
-/// builds into the same directory, and a benchmark of those would mean nothing.
+/// Fails unless the installed `ddl_pgoutput.so` and `ddl_sync.so` are the release builds of this
+/// tree: call it once the clusters have started (they loaded the libraries then). `cargo xtask
+/// test` installs debug builds into the same directory, and a benchmark of those would mean
+/// nothing.
 fn check_release_installed() -> Result {
-    let built = project_root().join("target/release/libddl_pgoutput.so");
     let pkglibdir = Cmd::new(setup::pg_config()).args(["--pkglibdir"]).read()?;
-    let installed = Path::new(&pkglibdir).join("ddl_pgoutput.so");
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-    if read(&built)? != read(&installed)? {
-        return Err(format!(
-            "{} is not the release build {} (did something install another build meanwhile?)",
-            installed.display(),
-            built.display()
-        ));
+    for library in ["ddl_pgoutput", "ddl_sync"] {
+        let built = project_root().join(format!("target/release/lib{library}.so"));
+        let installed = Path::new(&pkglibdir).join(format!("{library}.so"));
+        let read =
+            |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+        if read(&built)? != read(&installed)? {
+            return Err(format!(
+                "{} is not the release build {} (did something install another build meanwhile?)",
+                installed.display(),
+                built.display()
+            ));
+        }
     }
     Ok(())
 }
@@ -175,12 +185,31 @@ fn pgbench(pg: &Cluster, args: &[&str]) -> Result<String> {
 
 /// [`pgbench`] against database `db`.
 fn pgbench_in(pg: &Cluster, db: &str, args: &[&str]) -> Result<String> {
-    let port = pg.port().to_string();
     Cmd::new(pg.bin("pgbench"))
-        .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres"])
-        .args(args)
-        .args([db])
+        .args(pgbench_args(pg, db, args))
         .read()
+}
+
+/// [`pgbench`] started in the background: its report is on the child's stdout, its stderr
+/// passes through.
+fn pgbench_spawn(pg: &Cluster, args: &[&str]) -> Result<std::process::Child> {
+    std::process::Command::new(pg.bin("pgbench"))
+        .args(pgbench_args(pg, "postgres", args))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start pgbench: {e}"))
+}
+
+/// pgbench's command line: the connection to database `db` of `pg`, and `args`.
+fn pgbench_args(pg: &Cluster, db: &str, args: &[&str]) -> Vec<String> {
+    let port = pg.port().to_string();
+    ["-h", "127.0.0.1", "-p", &port, "-U", "postgres"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .chain([db])
+        .map(str::to_string)
+        .collect()
 }
 
 /// The number after `key` on the line of a pgbench report that starts with it
@@ -205,6 +234,15 @@ fn median(values: &[f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// The `p`-th percentile (0 < p <= 100) by the nearest-rank method: the smallest value with at
+/// least p% of the values at or below it; `values` is not empty.
+fn percentile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let rank = (p / 100.0 * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
 }
 
 /// (max - min) / median of some runs' figures, in percent: this machine's noise.
@@ -295,5 +333,16 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(median(&[7.0]), 7.0);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 10.0);
+        assert_eq!(percentile(&v, 95.0), 19.0);
+        assert_eq!(percentile(&v, 100.0), 20.0);
+        assert_eq!(percentile(&v, 0.1), 1.0);
+        assert_eq!(percentile(&[3.0], 95.0), 3.0);
+        assert_eq!(percentile(&[1.0, 2.0], 50.0), 1.0);
     }
 }
