@@ -1,8 +1,8 @@
 //! The ProcessUtility hook: remembers each utility statement while it runs (for the event
 //! triggers that capture it) and takes the `ddl` option of CREATE/ALTER PUBLICATION.
 
-use crate::publication;
 use crate::statement::{self, Statement};
+use crate::{early, publication};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
@@ -46,7 +46,11 @@ unsafe extern "C-unwind" fn process_utility(
         top_level: context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL,
         cascade: is_drop_cascade((*pstmt).utilityStmt),
         dropped: Vec::new(),
+        captured: false,
     });
+    if early::capture_before((*pstmt).utilityStmt) {
+        statement::with_innermost(|s| s.captured = true);
+    }
     if request.as_ref().is_none_or(|r| r.run_statement) {
         // We own the tree when we changed it (a copy, or one that was never read-only).
         let read_only_tree = read_only_tree && request.is_none();

@@ -12,10 +12,13 @@
 //!   `ddl_sync_capture_sql_drop`) classify the statement, check the publications' rules and
 //!   write the record;
 //! - [`rules`] decides which publications take a statement, for the capture and for the
-//!   output plugin.
+//!   output plugin;
+//! - CREATE TABLE AS and SELECT INTO are the exception: the hook writes their record before
+//!   they run, because their rows are written before they end (`early.rs`).
 //!
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
+mod early;
 mod emit;
 mod hook;
 mod publication;

@@ -34,6 +34,8 @@ pub struct Statement {
     pub cascade: bool,
     /// What `sql_drop` reported for it.
     pub dropped: Vec<Dropped>,
+    /// Its record was written before it ran (see early.rs): the event trigger leaves it alone.
+    pub captured: bool,
 }
 
 thread_local! {

@@ -90,24 +90,38 @@ unsafe fn event_trigger_data(fcinfo: pg_sys::FunctionCallInfo) -> *mut pg_sys::E
     context.cast()
 }
 
-/// The object a statement changed, from PostgreSQL's command collection.
-struct Target {
-    class_id: u32,
-    object_id: u32,
-    schema: String,
-    identity: String,
-    object_type: String,
-    temporary: bool,
+/// The object a statement changed, from PostgreSQL's command collection (or, for statements
+/// captured before they run, from the parse tree: see `early.rs`).
+pub(crate) struct Target {
+    pub class_id: u32,
+    pub object_id: u32,
+    pub schema: String,
+    pub identity: String,
+    pub object_type: String,
+    pub temporary: bool,
     /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
-    sql: Option<String>,
+    pub sql: Option<String>,
 }
 
 unsafe fn capture(tag: &str) {
+    // The hook wrote its record before it ran (see early.rs).
+    if statement::with_innermost(|s| s.captured).unwrap_or(false) {
+        return;
+    }
     let Some(target) = target(tag) else { return };
+    record(tag, &target);
+}
+
+/// Classifies the innermost statement, which changed `target`, and writes its record when a
+/// publication takes it.
+///
+/// # Safety
+/// Runs in a backend inside a transaction, while the statement runs.
+pub(crate) unsafe fn record(tag: &str, target: &Target) {
     if target.temporary || is_system_schema(&target.schema) {
         return;
     }
-    let kind = match classify_object(tag, &target.object_type) {
+    let kind = match classify_object(tag, object_type(target)) {
         Classification::Replicated(kind) => kind,
         Classification::NotReplicated(_) => return,
     };
@@ -170,6 +184,19 @@ unsafe fn capture(tag: &str) {
         return;
     }
     emit::emit_record(&record);
+}
+
+/// The target's object type for classification. PostgreSQL reports a domain as `type`; here it
+/// is `domain`, so that COMMENT ON DOMAIN is of kind domain like every other domain statement
+/// (the replay's `object.rs` in ddl-apply resolves it the same way, and must agree).
+unsafe fn object_type(target: &Target) -> &str {
+    let is_domain = target.class_id == u32::from(pg_sys::TypeRelationId)
+        && pg_sys::get_typtype(pg_sys::Oid::from(target.object_id)) as u8 == pg_sys::TYPTYPE_DOMAIN;
+    if is_domain {
+        "domain"
+    } else {
+        &target.object_type
+    }
 }
 
 /// The object of the statement: the `ddl_command_end` row with the statement's own tag (a

@@ -1,5 +1,6 @@
 //! The server side of the adapter API: what an adapter may ask of PostgreSQL while it replays.
 
+use crate::replay::detach;
 use crate::replay::statement::{self, Checked};
 use ddl_adapter::{Context, Host, Outcome};
 use pgrx::pg_sys;
@@ -119,10 +120,16 @@ impl Host for ServerHost<'_> {
         };
         // SAFETY: the tree was just parsed from `text` in this call.
         unsafe {
+            // Read before the detach takes the partition constraint away.
+            let detach = detach::concurrent_detach((*parsed.stmt).stmt);
             if statement::make_transactional((*parsed.stmt).stmt) {
                 notice!("ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction");
             }
+            statement::create_empty((*parsed.stmt).stmt);
             statement::execute(&parsed, &text);
+            if let Some(check) = detach {
+                check.add();
+            }
         }
         Outcome::Success
     }
@@ -152,9 +159,9 @@ pub fn set_replay_origin(origin: &str) {
     .unwrap_or_else(|e| error!("ddl_sync: cannot set ddl_sync.replay_origin: {e}"));
 }
 
-/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and becomes a
-/// fatal outcome, as the `skip` conflict policy wants.
-pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
+/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and comes back as
+/// its message (the `skip` conflict policy; lookups that may fail where failing is an answer).
+pub fn in_subtransaction<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
     // subtransaction, and the caller only restores the role it saved before.
     let f = std::panic::AssertUnwindSafe(f);
@@ -166,11 +173,11 @@ pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
         pg_sys::BeginInternalSubTransaction(std::ptr::null());
         pg_sys::MemoryContextSwitchTo(memory);
         PgTryBuilder::new(|| {
-            let outcome = f();
+            let value = f();
             pg_sys::ReleaseCurrentSubTransaction();
             pg_sys::MemoryContextSwitchTo(memory);
             pg_sys::CurrentResourceOwner = owner;
-            outcome
+            Ok(value)
         })
         .catch_others(|error| {
             pg_sys::MemoryContextSwitchTo(memory);
@@ -184,7 +191,7 @@ pub fn in_subtransaction(f: impl FnOnce() -> Outcome) -> Outcome {
             pg_sys::RollbackAndReleaseCurrentSubTransaction();
             pg_sys::MemoryContextSwitchTo(memory);
             pg_sys::CurrentResourceOwner = owner;
-            Outcome::Fatal(message)
+            Err(message)
         })
         .execute()
     }

@@ -9,7 +9,9 @@
 //! and the subscription owner may become it), through the adapter of its SQL dialect, and every
 //! setting is restored after, also on error.
 
+mod detach;
 mod host;
+mod object;
 mod statement;
 mod subscription;
 
@@ -195,7 +197,7 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
         // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
         // is lost and nothing is applied twice (the replication origin did not advance).
         Conflict::Error => attempt(),
-        Conflict::Skip => host::in_subtransaction(attempt),
+        Conflict::Skip => host::in_subtransaction(attempt).unwrap_or_else(Outcome::Fatal),
     };
     host.leave_role();
     match outcome {
