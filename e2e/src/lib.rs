@@ -3,6 +3,11 @@
 //! (`cargo xtask install --debug`, which `cargo xtask test` runs first).
 #![deny(missing_docs)]
 
+pub mod compare;
+mod replication;
+
+pub use replication::{ddl_subscriber, query, subscribe, wait_caught_up};
+
 use ddl_testkit::{Cluster, ClusterBuilder};
 
 /// A publisher-ready cluster: logical WAL, prepared transactions, and a small
