@@ -52,11 +52,17 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
         .ok_or("the statement text holds no statement")?;
     // SAFETY: a RawStmt from the parser; CreateCommandTag reads raw trees (as exec_simple_query).
     let tag = unsafe {
-        CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(
-            (*stmt).stmt,
-        )))
-        .to_string_lossy()
-        .into_owned()
+        // A raw SELECT ... INTO is still a SELECT; analysis makes it the CREATE TABLE AS that
+        // PostgreSQL, and so the capture, reports as SELECT INTO.
+        if !select_into((*stmt).stmt).is_null() {
+            "SELECT INTO".to_string()
+        } else {
+            CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(
+                (*stmt).stmt,
+            )))
+            .to_string_lossy()
+            .into_owned()
+        }
     };
     Ok(Parsed { stmt, tag })
 }
@@ -156,11 +162,31 @@ pub unsafe fn create_empty(node: *mut pg_sys::Node) {
             }
             (*stmt).into
         }
-        pg_sys::NodeTag::T_SelectStmt => (*(node as *mut pg_sys::SelectStmt)).intoClause,
+        pg_sys::NodeTag::T_SelectStmt => select_into(node),
         _ => return,
     };
     if !into.is_null() {
         (*into).skipData = true;
+    }
+}
+
+/// The INTO clause of a raw `SELECT ... INTO` (held by the leftmost SELECT of a set operation,
+/// as parse analysis finds it); null for anything else.
+///
+/// # Safety
+/// `node` is a raw parse tree.
+unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
+    if (*node).type_ != pg_sys::NodeTag::T_SelectStmt {
+        return std::ptr::null_mut();
+    }
+    let mut select = node as *mut pg_sys::SelectStmt;
+    while !select.is_null() && (*select).op != pg_sys::SetOperation::SETOP_NONE {
+        select = (*select).larg;
+    }
+    if select.is_null() {
+        std::ptr::null_mut()
+    } else {
+        (*select).intoClause
     }
 }
 

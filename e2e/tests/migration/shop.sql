@@ -136,7 +136,18 @@ ALTER TABLE shop.orders ATTACH PARTITION shop.orders_2026
     FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
 ALTER TABLE shop.orders_2026 DROP CONSTRAINT orders_2026_range;
 COMMIT;
+-- 2027 keeps the CHECK it was attached with, which implies its bounds: detached concurrently,
+-- it gets no second one (2024 above has none, so it gets its bounds as a CHECK).
+BEGIN;
+CREATE TABLE shop.orders_2027 (LIKE shop.orders INCLUDING DEFAULTS);
+ALTER TABLE shop.orders_2027 ADD CONSTRAINT orders_2027_range
+    CHECK (placed_on >= '2027-01-01' AND placed_on < '2028-01-01');
+ALTER TABLE shop.orders ATTACH PARTITION shop.orders_2027
+    FOR VALUES FROM ('2027-01-01') TO ('2028-01-01');
+INSERT INTO shop.orders (id, customer_id, placed_on, total) VALUES (3000, 3, '2027-02-01', 12);
+COMMIT;
 ALTER TABLE shop.orders DETACH PARTITION shop.orders_2024 CONCURRENTLY;
+ALTER TABLE shop.orders DETACH PARTITION shop.orders_2027 CONCURRENTLY;
 BEGIN;
 ALTER TABLE shop.orders_2024 RENAME TO orders_2024_archive;
 ALTER TABLE shop.orders_2024_archive SET SCHEMA staging;
@@ -152,6 +163,7 @@ SELECT c.id AS customer_id, c.full_name, count(o.id) AS orders, coalesce(sum(o.t
  GROUP BY c.id, c.full_name;
 COMMENT ON VIEW shop.customer_orders IS 'orders per customer';
 COMMENT ON COLUMN shop.customer_orders.spent IS 'sum of order totals';
+ALTER TABLE shop.customer_orders RENAME COLUMN orders TO order_count;
 CREATE VIEW shop.open_orders AS
 SELECT id, customer_id, placed_on, total FROM shop.orders WHERE status = 'new';
 CREATE OR REPLACE VIEW shop.open_orders AS
@@ -162,6 +174,7 @@ CREATE RULE pending_orders_cancel AS ON DELETE TO shop.pending_orders DO INSTEAD
 CREATE MATERIALIZED VIEW shop.sales_by_month AS
 SELECT date_trunc('month', placed_on)::date AS month, sum(total) AS total FROM shop.orders GROUP BY 1;
 CREATE UNIQUE INDEX sales_by_month_key ON shop.sales_by_month (month);
+COMMENT ON MATERIALIZED VIEW shop.sales_by_month IS 'refreshed after each import';
 CREATE TABLE shop.price_history (
     product_id int NOT NULL,
     old_price numeric(12, 2),
@@ -329,9 +342,14 @@ DROP TABLE shop.coupons;
 DROP INDEX shop.orders_open_idx;
 COMMIT;
 
--- 20. A table made from a query: its rows travel as rows, so the subscriber creates it empty.
+-- 20. Tables made from a query: their rows travel as rows, so the subscriber creates them empty.
 CREATE TABLE archive.top_customers AS
 SELECT customer_id, spent FROM shop.customer_orders ORDER BY spent DESC, customer_id LIMIT 10;
+BEGIN;
+SELECT id, title INTO archive.cheap_products FROM shop.products WHERE price < 10;
+ALTER TABLE archive.cheap_products ADD PRIMARY KEY (id);
+UPDATE archive.cheap_products SET title = upper(title);
+COMMIT;
 
 -- 21. Rows written after the migration, into its final shape.
 INSERT INTO shop.customers (email, full_name, phone) VALUES ('late@example.com', 'Late Customer', '+1-555-9999');
