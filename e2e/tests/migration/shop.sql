@@ -342,7 +342,45 @@ DROP TABLE shop.coupons;
 DROP INDEX shop.orders_open_idx;
 COMMIT;
 
--- 20. Tables made from a query: their rows travel as rows, so the subscriber creates them empty.
+-- 20. More of each kind: inheritance, a trigger on a partitioned table, a constraint trigger,
+--     a cast and an operator, renames and owners of functions and triggers, replica identity,
+--     a composite type that grows, an unlogged table made logged, an extension update.
+BEGIN;
+CREATE TABLE shop.events_base (id bigint PRIMARY KEY, at timestamptz NOT NULL DEFAULT '2025-01-01');
+CREATE TABLE shop.click_events (url text NOT NULL) INHERITS (shop.events_base);
+INSERT INTO shop.click_events (id, url) VALUES (1, '/'), (2, '/cart');
+ALTER TABLE shop.events_base ADD COLUMN source text NOT NULL DEFAULT 'web';
+INSERT INTO shop.events_base (id, source) VALUES (10, 'app');
+CREATE FUNCTION shop.default_total() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.total := coalesce(NEW.total, 0);
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER orders_stamp BEFORE INSERT ON shop.orders
+    FOR EACH ROW EXECUTE FUNCTION shop.default_total();
+ALTER TRIGGER orders_stamp ON shop.orders RENAME TO orders_default_total;
+CREATE CONSTRAINT TRIGGER order_lines_checked AFTER INSERT ON shop.order_lines
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION shop.default_total();
+CREATE FUNCTION shop.address_text(shop.address) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$ SELECT concat_ws(', ', $1.street, $1.city, $1.zip) $$;
+CREATE CAST (shop.address AS text) WITH FUNCTION shop.address_text(shop.address) AS ASSIGNMENT;
+CREATE OPERATOR shop.=== (LEFTARG = text, RIGHTARG = text, FUNCTION = texteq,
+                          COMMUTATOR = OPERATOR(shop.===));
+ALTER FUNCTION shop.order_total(bigint) RENAME TO order_sum;
+ALTER FUNCTION shop.order_sum(bigint) OWNER TO reporting;
+ALTER TABLE shop.price_history REPLICA IDENTITY FULL;
+ALTER TABLE shop.order_lines CLUSTER ON order_lines_pkey;
+ALTER TYPE shop.address ADD ATTRIBUTE country text;
+ALTER SEQUENCE shop.support_ticket_seq AS bigint MAXVALUE 9999999;
+CREATE UNLOGGED TABLE shop.cache (k text PRIMARY KEY, v text);
+ALTER TABLE shop.cache SET LOGGED;
+INSERT INTO shop.cache VALUES ('home', 'cached');
+ALTER EXTENSION pg_trgm UPDATE;
+COMMIT;
+UPDATE shop.customers SET home.country = 'NZ' WHERE id % 7 = 0;
+
+-- 21. Tables made from a query: their rows travel as rows, so the subscriber creates them empty.
 CREATE TABLE archive.top_customers AS
 SELECT customer_id, spent FROM shop.customer_orders ORDER BY spent DESC, customer_id LIMIT 10;
 BEGIN;
@@ -351,7 +389,7 @@ ALTER TABLE archive.cheap_products ADD PRIMARY KEY (id);
 UPDATE archive.cheap_products SET title = upper(title);
 COMMIT;
 
--- 21. Rows written after the migration, into its final shape.
+-- 22. Rows written after the migration, into its final shape.
 INSERT INTO shop.customers (email, full_name, phone) VALUES ('late@example.com', 'Late Customer', '+1-555-9999');
 INSERT INTO shop.orders (id, customer_id, placed_on, status, total)
 SELECT 5000, id, '2026-03-01', 'shipped', 42 FROM shop.customers WHERE email = 'late@example.com';
