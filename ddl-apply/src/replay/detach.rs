@@ -54,8 +54,8 @@ pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck>
         // The statement fails on its own.
         return None;
     }
-    let lock = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
-    let rel = pg_sys::table_open(relid, lock);
+    // Reading is enough here; the detach takes its own locks (parent first) right after.
+    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));
     let pending = if qual.is_null() {
         None
