@@ -13,8 +13,20 @@ const KINDS: &str = "domain,extension,function,index,rule,schema,sequence,table,
 
 #[test]
 fn a_migration_of_every_kind_leaves_both_sides_identical() {
-    let publisher = ddl_publisher("migration-pub");
-    let subscriber = ddl_subscriber("migration-sub");
+    migrate("migration", false);
+}
+
+/// The same with `streaming = on`: the publisher's large transactions (its
+/// `logical_decoding_work_mem` is 64kB) reach the subscriber in parts before they commit, and
+/// the apply worker replays their DDL when it applies them at commit.
+#[test]
+fn a_migration_in_streamed_transactions_leaves_both_sides_identical() {
+    migrate("migration-streamed", true);
+}
+
+fn migrate(name: &str, streaming: bool) {
+    let publisher = ddl_publisher(&format!("{name}-pub"));
+    let subscriber = ddl_subscriber(&format!("{name}-sub"));
     for node in [&publisher, &subscriber] {
         query(node, "CREATE ROLE reporting NOLOGIN");
     }
@@ -24,9 +36,20 @@ fn a_migration_of_every_kind_leaves_both_sides_identical() {
          SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
     );
     subscribe(&subscriber, &publisher, "sub", "s", "all", "error");
+    if streaming {
+        query(&subscriber, "ALTER SUBSCRIPTION sub SET (streaming = on)");
+    }
 
     query(&publisher, MIGRATION);
     wait_caught_up(&publisher, &subscriber, "sub", Duration::from_secs(90));
+    if streaming {
+        let streamed = query(
+            &publisher,
+            "SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = 's'",
+        );
+        let streamed: u64 = streamed.parse().expect("stream_txns of slot s");
+        assert!(streamed > 0, "no transaction was streamed");
+    }
 
     assert_all_applied(&subscriber);
     let summary = query(
