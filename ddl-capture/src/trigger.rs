@@ -130,7 +130,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     if target.temporary || is_system_schema(&target.schema) {
         return;
     }
-    let kind = match classify_object(tag, &target.object_type) {
+    let kind = match classify_object(tag, object_type(target)) {
         Classification::Replicated(kind) => kind,
         Classification::NotReplicated(_) => return,
     };
@@ -193,6 +193,19 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         return;
     }
     emit::emit_record(&record);
+}
+
+/// The target's object type for classification. PostgreSQL reports a domain as `type`; here it
+/// is `domain`, so that COMMENT ON DOMAIN is of kind domain like every other domain statement
+/// (the replay's `object.rs` in ddl-apply resolves it the same way, and must agree).
+unsafe fn object_type(target: &Target) -> &str {
+    let is_domain = target.class_id == u32::from(pg_sys::TypeRelationId)
+        && pg_sys::get_typtype(pg_sys::Oid::from(target.object_id)) as u8 == pg_sys::TYPTYPE_DOMAIN;
+    if is_domain {
+        "domain"
+    } else {
+        &target.object_type
+    }
 }
 
 /// The object of the statement: the `ddl_command_end` row with the statement's own tag (a

@@ -104,7 +104,8 @@ pub struct DdlRecord<'a> {
     /// With `object_id` it lets the output plugin match relation- and object-level rules even
     /// for an object the statement dropped; the OIDs mean nothing on other nodes.
     pub class_id: u32,
-    /// The object's OID on the capturing node, 0 if none.
+    /// The object's OID on the capturing node, 0 if none or not known yet (a table of
+    /// `CREATE TABLE AS`, captured before it is created).
     pub object_id: u32,
     /// The OID of the object's schema on the capturing node, 0 if none.
     pub namespace_id: u32,

@@ -3,6 +3,11 @@
 //! (`cargo xtask install --debug`, which `cargo xtask test` runs first).
 #![deny(missing_docs)]
 
+pub mod compare;
+mod replication;
+
+pub use replication::{ddl_subscriber, query, subscribe, wait_caught_up};
+
 use ddl_testkit::{Cluster, ClusterBuilder};
 
 /// A publisher-ready cluster: logical WAL, prepared transactions, and a small
@@ -36,19 +41,6 @@ pub fn ddl_publisher(name: &str) -> Cluster {
         .name(name)
         .conf("logical_decoding_work_mem", "64kB")
         .shared_preload_libraries(&["ddl_pgoutput"])
-        .build()
-        .unwrap_or_else(|e| panic!("cannot start cluster {name}: {e}"));
-    pg.psql("postgres", "CREATE EXTENSION ddl_sync")
-        .expect("CREATE EXTENSION ddl_sync");
-    pg
-}
-
-/// A subscriber with `preload` in `shared_preload_libraries` (`ddl_sync` there gives CREATE
-/// SUBSCRIPTION its `ddl` options) and the `ddl_sync` extension in database `postgres`.
-pub fn ddl_subscriber(name: &str, preload: &[&str]) -> Cluster {
-    let pg = ClusterBuilder::new()
-        .name(name)
-        .shared_preload_libraries(preload)
         .build()
         .unwrap_or_else(|e| panic!("cannot start cluster {name}: {e}"));
     pg.psql("postgres", "CREATE EXTENSION ddl_sync")

@@ -1,16 +1,11 @@
 //! Cascades and cycles: DDL from A reaches C through B keyed by where it first ran, and DDL that
 //! comes back to the node it started on is not applied again.
 
-use ddl_e2e::{ddl_publisher, wait_for};
+use ddl_e2e::{ddl_publisher, query, subscribe, wait_for};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-fn query(pg: &Cluster, sql: &str) -> String {
-    pg.psql("postgres", sql)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
 
 /// `node` publishes everything with DDL on slot `slot`.
 fn publish(node: &Cluster, slot: &str) {
@@ -19,20 +14,6 @@ fn publish(node: &Cluster, slot: &str) {
         &format!(
             "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
              SELECT pg_create_logical_replication_slot('{slot}', 'ddl_pgoutput');"
-        ),
-    );
-}
-
-/// `node` subscribes to `from`'s publication `p` on `slot`, replaying all DDL.
-fn subscribe(node: &Cluster, from: &Cluster, name: &str, slot: &str) {
-    query(
-        node,
-        &format!(
-            "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
-                 WITH (create_slot = false, slot_name = '{slot}', copy_data = false, enabled = false);
-             SELECT ddl_sync.set_subscription_ddl('{name}', 'all');
-             ALTER SUBSCRIPTION {name} ENABLE;",
-            from.connstr("postgres")
         ),
     );
 }
@@ -48,8 +29,8 @@ fn ddl_from_a_reaches_c_through_b_with_its_original_key() {
     let c = ddl_publisher("cascade-c");
     publish(&a, "a_to_b");
     publish(&b, "b_to_c");
-    subscribe(&b, &a, "from_a", "a_to_b");
-    subscribe(&c, &b, "from_b", "b_to_c");
+    subscribe(&b, &a, "from_a", "a_to_b", "all", "error");
+    subscribe(&c, &b, "from_b", "b_to_c", "all", "error");
     query(
         &a,
         "CREATE TABLE hop (id int PRIMARY KEY, v text); INSERT INTO hop VALUES (1, 'one');",
@@ -90,8 +71,8 @@ fn ddl_that_comes_back_to_its_origin_is_not_applied_again() {
         "CREATE PUBLICATION p FOR TABLE ddl_sync.events WITH (ddl = 'all');
          SELECT pg_create_logical_replication_slot('b_to_a', 'ddl_pgoutput');",
     );
-    subscribe(&b, &a, "from_a", "a_to_b");
-    subscribe(&a, &b, "from_b", "b_to_a");
+    subscribe(&b, &a, "from_a", "a_to_b", "all", "error");
+    subscribe(&a, &b, "from_b", "b_to_a", "all", "error");
     query(&a, "CREATE TABLE round_trip (id int)");
     wait_for("the table on B", TIMEOUT, || {
         let n = query(

@@ -2,7 +2,7 @@
 //! in order with the rows, and nothing a publisher sends can make the subscriber run what it did
 //! not agree to.
 
-use ddl_e2e::{ddl_publisher, wait_for};
+use ddl_e2e::{ddl_publisher, ddl_subscriber, query, subscribe, wait_for};
 use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
 use std::process::Command;
 use std::time::Duration;
@@ -19,14 +19,12 @@ fn pair(name: &str, ddl: &str, conflict: &str) -> (Cluster, Cluster) {
 
 fn publisher_of_pair(name: &str) -> Cluster {
     let publisher = ddl_publisher(&format!("{name}-pub"));
-    publisher
-        .psql(
-            "postgres",
-            "CREATE TABLE t (id int PRIMARY KEY);
-             CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
-             SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
-        )
-        .expect("publisher setup");
+    query(
+        &publisher,
+        "CREATE TABLE t (id int PRIMARY KEY);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+    );
     publisher
 }
 
@@ -38,31 +36,10 @@ fn subscriber_of_pair(
     preload: &[&str],
     publisher: &Cluster,
 ) -> Cluster {
-    let subscriber = ClusterBuilder::new()
-        .name(&format!("{name}-sub"))
-        .shared_preload_libraries(preload)
-        .build()
-        .expect("subscriber");
+    let subscriber = ddl_subscriber(&format!("{name}-sub"), preload);
+    query(&subscriber, "CREATE TABLE t (id int PRIMARY KEY)");
+    subscribe(&subscriber, publisher, "sub", "s", ddl, conflict);
     subscriber
-        .psql(
-            "postgres",
-            &format!(
-                "CREATE EXTENSION ddl_sync;
-                 CREATE TABLE t (id int PRIMARY KEY);
-                 CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                     WITH (create_slot = false, slot_name = 's', copy_data = false, enabled = false);
-                 SELECT ddl_sync.set_subscription_ddl('sub', '{ddl}', '{conflict}');
-                 ALTER SUBSCRIPTION sub ENABLE;",
-                publisher.connstr("postgres")
-            ),
-        )
-        .expect("subscriber setup");
-    subscriber
-}
-
-fn query(pg: &Cluster, sql: &str) -> String {
-    pg.psql("postgres", sql)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// Waits until the subscriber's apply log has `n` rows; returns `status|command_tag|detail` lines.

@@ -13,7 +13,9 @@
 mod adapter_tests;
 mod adapters;
 mod c_abi;
+mod detach;
 mod host;
+mod object;
 mod sql_adapter;
 mod statement;
 pub(crate) mod subscription;
@@ -221,7 +223,9 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
         // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
         // is lost and nothing is applied twice (the replication origin did not advance).
         Conflict::Error => attempt(),
-        Conflict::Skip => host::in_subtransaction(attempt),
+        Conflict::Skip => {
+            host::in_subtransaction(attempt, Outcome::is_success).unwrap_or_else(Outcome::Fatal)
+        }
     };
     host.leave_role();
     // A statement the adapter ran was not the event's: refused whatever the policy, as a

@@ -1,6 +1,7 @@
 //! The statement of an event, parsed again with this server's parser, and run from its parse
 //! tree.
 
+use crate::replay::object;
 use ddl_filter::{classify_object, Classification, DdlKind};
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -51,27 +52,19 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
         .ok_or("the statement text holds no statement")?;
     // SAFETY: a RawStmt from the parser; CreateCommandTag reads raw trees (as exec_simple_query).
     let tag = unsafe {
-        let node = (*stmt).stmt;
-        if is_select_into(node) {
-            // A raw tree's tag is SELECT; parse analysis makes it the CREATE TABLE AS it is,
-            // and that is the tag the publisher's capture recorded.
+        // A raw SELECT ... INTO is still a SELECT; analysis makes it the CREATE TABLE AS that
+        // PostgreSQL, and so the capture, reports as SELECT INTO.
+        if !select_into((*stmt).stmt).is_null() {
             "SELECT INTO".to_string()
         } else {
-            CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(node)))
-                .to_string_lossy()
-                .into_owned()
+            CStr::from_ptr(pg_sys::GetCommandTagName(pg_sys::CreateCommandTag(
+                (*stmt).stmt,
+            )))
+            .to_string_lossy()
+            .into_owned()
         }
     };
     Ok(Parsed { stmt, tag })
-}
-
-/// Whether a raw tree is `SELECT ... INTO table`.
-///
-/// # Safety
-/// `node` is a raw parse tree.
-unsafe fn is_select_into(node: *mut pg_sys::Node) -> bool {
-    (*node).type_ == pg_sys::NodeTag::T_SelectStmt
-        && !(*(node as *mut pg_sys::SelectStmt)).intoClause.is_null()
 }
 
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
@@ -93,8 +86,8 @@ pub fn check_parsed(
         ));
     }
     // SAFETY: a tree just parsed; the lookups only read catalogs.
-    let object_type = unsafe { object_type((*parsed.stmt).stmt) };
-    let kind = match classify_object(&parsed.tag, object_type.unwrap_or("")) {
+    let object_type = unsafe { object::object_type((*parsed.stmt).stmt) };
+    let kind = match classify_object(&parsed.tag, object_type.as_deref().unwrap_or("")) {
         Classification::Replicated(kind) => kind,
         Classification::NotReplicated(why) => {
             return Err(format!("{} is never replicated: {why}", parsed.tag));
@@ -110,102 +103,6 @@ pub fn check_parsed(
     Ok(Checked {
         tag: parsed.tag.clone(),
         kind,
-    })
-}
-
-/// The type of the object a statement is about, spelled as ddl-filter's classification knows it,
-/// where the command tag alone does not tell: ALTER TABLE (PostgreSQL accepts it on any
-/// relation, so the relation decides), COMMENT, SECURITY LABEL, GRANT and REVOKE.
-///
-/// # Safety
-/// `node` is a raw parse tree.
-unsafe fn object_type(node: *mut pg_sys::Node) -> Option<&'static str> {
-    match (*node).type_ {
-        pg_sys::NodeTag::T_AlterTableStmt => {
-            let stmt = node as *mut pg_sys::AlterTableStmt;
-            let relid = pg_sys::RangeVarGetRelidExtended(
-                (*stmt).relation,
-                pg_sys::NoLock as pg_sys::LOCKMODE,
-                pg_sys::RVROption::RVR_MISSING_OK,
-                None,
-                std::ptr::null_mut(),
-            );
-            if relid == pg_sys::InvalidOid {
-                return object_type_name((*stmt).objtype);
-            }
-            match pg_sys::get_rel_relkind(relid) as u8 {
-                b'r' | b'p' => Some("table"),
-                b'i' | b'I' => Some("index"),
-                b'S' => Some("sequence"),
-                b'v' => Some("view"),
-                b'm' => Some("materialized view"),
-                b'f' => Some("foreign table"),
-                b'c' => Some("composite type"),
-                _ => None,
-            }
-        }
-        pg_sys::NodeTag::T_CommentStmt => {
-            object_type_name((*(node as *mut pg_sys::CommentStmt)).objtype)
-        }
-        pg_sys::NodeTag::T_SecLabelStmt => {
-            object_type_name((*(node as *mut pg_sys::SecLabelStmt)).objtype)
-        }
-        pg_sys::NodeTag::T_GrantStmt => {
-            object_type_name((*(node as *mut pg_sys::GrantStmt)).objtype)
-        }
-        _ => None,
-    }
-}
-
-/// pg_identify_object()'s name for each object type a statement can name.
-fn object_type_name(t: pg_sys::ObjectType::Type) -> Option<&'static str> {
-    use pg_sys::ObjectType as O;
-    Some(match t {
-        O::OBJECT_ACCESS_METHOD => "access method",
-        O::OBJECT_AGGREGATE => "aggregate",
-        O::OBJECT_CAST => "cast",
-        O::OBJECT_COLUMN => "column",
-        O::OBJECT_COLLATION => "collation",
-        O::OBJECT_CONVERSION => "conversion",
-        O::OBJECT_DATABASE => "database",
-        O::OBJECT_DOMAIN => "domain",
-        O::OBJECT_DOMCONSTRAINT => "domain constraint",
-        O::OBJECT_EVENT_TRIGGER => "event trigger",
-        O::OBJECT_EXTENSION => "extension",
-        O::OBJECT_FDW => "foreign-data wrapper",
-        O::OBJECT_FOREIGN_SERVER => "server",
-        O::OBJECT_FOREIGN_TABLE => "foreign table",
-        O::OBJECT_FUNCTION => "function",
-        O::OBJECT_INDEX => "index",
-        O::OBJECT_LANGUAGE => "language",
-        O::OBJECT_LARGEOBJECT => "large object",
-        O::OBJECT_MATVIEW => "materialized view",
-        O::OBJECT_OPCLASS => "operator class",
-        O::OBJECT_OPERATOR => "operator",
-        O::OBJECT_OPFAMILY => "operator family",
-        O::OBJECT_PARAMETER_ACL => "parameter ACL",
-        O::OBJECT_POLICY => "policy",
-        O::OBJECT_PROCEDURE => "procedure",
-        O::OBJECT_PUBLICATION => "publication",
-        O::OBJECT_ROLE => "role",
-        O::OBJECT_ROUTINE => "routine",
-        O::OBJECT_RULE => "rule",
-        O::OBJECT_SCHEMA => "schema",
-        O::OBJECT_SEQUENCE => "sequence",
-        O::OBJECT_SUBSCRIPTION => "subscription",
-        O::OBJECT_STATISTIC_EXT => "statistics object",
-        O::OBJECT_TABCONSTRAINT => "table constraint",
-        O::OBJECT_TABLE => "table",
-        O::OBJECT_TABLESPACE => "tablespace",
-        O::OBJECT_TRANSFORM => "transform",
-        O::OBJECT_TRIGGER => "trigger",
-        O::OBJECT_TSCONFIGURATION => "text search configuration",
-        O::OBJECT_TSDICTIONARY => "text search dictionary",
-        O::OBJECT_TSPARSER => "text search parser",
-        O::OBJECT_TSTEMPLATE => "text search template",
-        O::OBJECT_TYPE => "type",
-        O::OBJECT_VIEW => "view",
-        _ => return None,
     })
 }
 
@@ -257,54 +154,82 @@ pub unsafe fn make_transactional(node: *mut pg_sys::Node) -> bool {
     }
 }
 
-/// Makes CREATE TABLE AS and SELECT INTO create their table WITH NO DATA. The rows are the
-/// publisher's: they follow through replication like those of any new table the publication
-/// takes (running the query here would add the subscriber's own rows to them, or fail on a
-/// key), and a table the publication does not take stays empty, as it would with no DDL
-/// replication. A materialized view keeps its query: its rows are never replicated, and a
-/// `REFRESH MATERIALIZED VIEW` replays as it ran. Returns whether anything changed.
+/// Makes `CREATE TABLE AS` and `SELECT INTO` create their table empty (`WITH NO DATA`): the
+/// rows the query gave on the publisher are rows of a published table, so they arrive through
+/// replication like any other, and running the query here would add them a second time. A
+/// materialized view keeps its query's data: its rows are never replicated.
 ///
 /// # Safety
-/// `node` is a parse tree this backend owns.
-pub unsafe fn without_table_data(node: *mut pg_sys::Node) -> bool {
+/// `node` is a raw parse tree this backend owns.
+pub unsafe fn create_empty(node: *mut pg_sys::Node) {
     let into = match (*node).type_ {
         pg_sys::NodeTag::T_CreateTableAsStmt => {
             let stmt = node as *mut pg_sys::CreateTableAsStmt;
             if (*stmt).objtype != pg_sys::ObjectType::OBJECT_TABLE {
-                return false;
+                return;
             }
             (*stmt).into
         }
-        pg_sys::NodeTag::T_SelectStmt if is_select_into(node) => {
-            (*(node as *mut pg_sys::SelectStmt)).intoClause
-        }
-        _ => return false,
+        pg_sys::NodeTag::T_SelectStmt => select_into(node),
+        _ => return,
     };
-    !into.is_null() && !std::mem::replace(&mut (*into).skipData, true)
+    if !into.is_null() {
+        (*into).skipData = true;
+    }
 }
 
-/// Runs a parsed utility statement as a statement of the current transaction, the way
-/// PostgreSQL runs any statement: parse analysis, rewrite and planning first (most utility
-/// statements pass through them unchanged, but CREATE TABLE AS, CREATE MATERIALIZED VIEW and
-/// SELECT INTO analyse and plan their query there), then ProcessUtility.
+/// The INTO clause of a raw `SELECT ... INTO` (held by the leftmost SELECT of a set operation,
+/// as parse analysis finds it); null for anything else.
 ///
 /// # Safety
-/// `parsed` came from [`parse_one`] of `sql` in this call; runs inside a transaction.
+/// `node` is a raw parse tree.
+unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
+    if (*node).type_ != pg_sys::NodeTag::T_SelectStmt {
+        return std::ptr::null_mut();
+    }
+    let mut select = node as *mut pg_sys::SelectStmt;
+    while !select.is_null() && (*select).op != pg_sys::SetOperation::SETOP_NONE {
+        select = (*select).larg;
+    }
+    if select.is_null() {
+        std::ptr::null_mut()
+    } else {
+        (*select).intoClause
+    }
+}
+
+/// Runs a parsed utility statement as a statement of the current transaction.
+///
+/// The raw tree goes through parse analysis first, as `exec_simple_query` does: most utility
+/// statements carry their raw tree through it unchanged, but those holding a query (`CREATE
+/// TABLE AS`, `SELECT INTO`, `CREATE MATERIALIZED VIEW`) need it analysed, and
+/// ProcessUtility would crash on a raw one.
+///
+/// # Safety
+/// `parsed` came from [`parse_one`] of `sql` in this call; runs inside a transaction with an
+/// active snapshot (the apply worker's).
 pub unsafe fn execute(parsed: &Parsed, sql: &CStr) {
     let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(
         parsed.stmt,
         sql.as_ptr(),
-        std::ptr::null_mut(),
+        std::ptr::null(),
         0,
         std::ptr::null_mut(),
     );
-    let planned = pg_sys::pg_plan_queries(queries, sql.as_ptr(), 0, std::ptr::null_mut());
-    for pstmt in PgList::<pg_sys::PlannedStmt>::from_pg(planned).iter_ptr() {
+    let plans = pg_sys::pg_plan_queries(
+        queries,
+        sql.as_ptr(),
+        pg_sys::CURSOR_OPT_PARALLEL_OK as i32,
+        std::ptr::null_mut(),
+    );
+    for pstmt in PgList::<pg_sys::PlannedStmt>::from_pg(plans).iter_ptr() {
+        // Analysis of a utility statement gives back one utility statement; rules never
+        // rewrite utility statements into row changes.
         if (*pstmt).commandType != pg_sys::CmdType::CMD_UTILITY {
-            // The checks let only DDL through; a rewrite rule cannot make one of a utility.
-            pgrx::error!(
-                "ddl_sync: \"{}\" planned as a query, not run",
-                sql.to_string_lossy()
+            pgrx::ereport!(
+                ERROR,
+                pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+                "ddl_sync: the replayed statement was analysed into a statement that is not DDL"
             );
         }
         let mut qc: pg_sys::QueryCompletion = std::mem::zeroed();

@@ -1,0 +1,140 @@
+//! `ALTER TABLE ... DETACH PARTITION ... CONCURRENTLY`, replayed in its transactional form,
+//! must leave the schema the concurrent form left on the publisher.
+//!
+//! The concurrent form adds to the detached table a CHECK constraint equal to its partition
+//! constraint (PostgreSQL's `DetachAddConstraintIfNeeded`, so that queries still know the
+//! table's bounds while other sessions may see it attached), unless the table's own constraints
+//! already imply it; the plain form does not. The apply worker cannot run the concurrent form
+//! (it commits in the middle), so the replay detaches plainly and then adds that constraint the
+//! way PostgreSQL does: same expression, same generated name, marked valid without a scan, on
+//! the table and (with one more inheritance count each) on its own partitions.
+
+use pgrx::list::PgList;
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::spi::Spi;
+use std::ffi::CString;
+
+extern "C-unwind" {
+    // utils/partcache.h; not in pgrx's bindings.
+    fn RelationGetPartitionQual(rel: pg_sys::Relation) -> *mut pg_sys::List;
+}
+
+/// The constraint to add once the partition is detached.
+pub struct PendingCheck {
+    relid: pg_sys::Oid,
+    /// The partition constraint as a node string (`Constraint.cooked_expr`).
+    cooked: CString,
+}
+
+/// When `node` is `ALTER TABLE ... DETACH PARTITION p CONCURRENTLY` and `p`'s constraints do
+/// not imply its partition constraint: the constraint the concurrent form would add. Call it
+/// before the statement runs (the partition constraint goes with the detach).
+///
+/// # Safety
+/// `node` is a raw parse tree; runs in a transaction, with the event's search_path set.
+pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck> {
+    if (*node).type_ != pg_sys::NodeTag::T_AlterTableStmt {
+        return None;
+    }
+    let stmt = node as *mut pg_sys::AlterTableStmt;
+    let partition = PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds)
+        .iter_ptr()
+        .filter(|cmd| (**cmd).subtype == pg_sys::AlterTableType::AT_DetachPartition)
+        .map(|cmd| (*cmd).def as *mut pg_sys::PartitionCmd)
+        .find(|def| !def.is_null() && (**def).concurrent)?;
+    let relid = pg_sys::RangeVarGetRelidExtended(
+        (*partition).name,
+        pg_sys::NoLock as pg_sys::LOCKMODE,
+        pg_sys::RVROption::RVR_MISSING_OK,
+        None,
+        std::ptr::null_mut(),
+    );
+    if relid == pg_sys::InvalidOid {
+        // The statement fails on its own.
+        return None;
+    }
+    // Reading is enough here; the detach takes its own locks (parent first) right after.
+    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));
+    let pending = if qual.is_null() {
+        None
+    } else {
+        // As DetachAddConstraintIfNeeded: constant-folded, and only when not implied already.
+        let qual = pg_sys::eval_const_expressions(std::ptr::null_mut(), qual.cast())
+            .cast::<pg_sys::List>();
+        if pg_sys::PartConstraintImpliedByRelConstraint(rel, qual) {
+            None
+        } else {
+            let text = pg_sys::nodeToString(pg_sys::make_ands_explicit(qual).cast());
+            Some(PendingCheck {
+                relid,
+                cooked: std::ffi::CStr::from_ptr(text).to_owned(),
+            })
+        }
+    };
+    // The lock stays until the end of the transaction, as the detach's own.
+    pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+    pending
+}
+
+impl PendingCheck {
+    /// Adds the constraint to the detached table and its partitions (run after the detach).
+    ///
+    /// # Safety
+    /// Runs in the transaction that ran the detach.
+    pub unsafe fn add(&self) {
+        let descendants = Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT relid FROM pg_catalog.pg_partition_tree($1) WHERE relid <> $1",
+                    None,
+                    &[self.relid.into()],
+                )?
+                .map(|row| row.get::<pg_sys::Oid>(1))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .unwrap_or_default();
+        // The partitions take the name chosen for the table, as ATAddCheckConstraint does.
+        let name = self.add_to(self.relid, std::ptr::null_mut());
+        for child in descendants.into_iter().flatten() {
+            self.add_to(child, name);
+        }
+        pg_sys::CommandCounterIncrement();
+    }
+
+    /// ATAddCheckConstraint's call for a re-added constraint: merged with an equal one, local
+    /// on the table itself (`name` null: generated), inherited on its partitions (`name` the
+    /// table's). Returns the constraint's name.
+    unsafe fn add_to(
+        &self,
+        relid: pg_sys::Oid,
+        name: *mut std::ffi::c_char,
+    ) -> *mut std::ffi::c_char {
+        let is_local = name.is_null();
+        let lock = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
+        let rel = pg_sys::table_open(relid, lock);
+        let constraint =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::Constraint>()).cast::<pg_sys::Constraint>();
+        (*constraint).type_ = pg_sys::NodeTag::T_Constraint;
+        (*constraint).contype = pg_sys::ConstrType::CONSTR_CHECK;
+        (*constraint).conname = name;
+        (*constraint).location = -1;
+        (*constraint).cooked_expr = pg_sys::pstrdup(self.cooked.as_ptr());
+        (*constraint).initially_valid = true;
+        (*constraint).skip_validation = true;
+        let added = pg_sys::AddRelationNewConstraints(
+            rel,
+            std::ptr::null_mut(),
+            pg_sys::lappend(std::ptr::null_mut(), constraint.cast()),
+            true,
+            is_local,
+            true,
+            std::ptr::null(),
+        );
+        pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        PgList::<pg_sys::CookedConstraint>::from_pg(added)
+            .get_ptr(0)
+            .map_or(name, |cooked| (*cooked).name)
+    }
+}

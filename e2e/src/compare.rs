@@ -1,0 +1,176 @@
+//! Comparing two nodes after replication: their schema as `pg_dump` prints it, their rows, and
+//! the subscriber's apply log.
+
+use crate::replication::query;
+use ddl_testkit::Cluster;
+use std::collections::BTreeMap;
+
+/// `pg_dump --schema-only` of database `postgres`, cut into pg_dump's blocks (one object each,
+/// starting at its `-- Name: ...; Type: ...` header), without what is each node's own.
+///
+/// Taken out, and why:
+/// - `\restrict`/`\unrestrict` lines: pg_dump (15.14 and later) writes a random key there on
+///   every run;
+/// - publications and subscriptions: the replication set-up, different on each side by design;
+/// - the `ddl_sync` extension itself (its objects are extension members, which pg_dump leaves
+///   out anyway): installed on each node by hand, never replicated.
+///
+/// Nothing else is normalised: the replicated objects must print the same, byte for byte.
+pub fn schema(pg: &Cluster) -> Vec<String> {
+    let out = std::process::Command::new(pg.bin("pg_dump"))
+        .args(["--schema-only", "--no-password", "-d"])
+        .arg(pg.connstr("postgres"))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run pg_dump: {e}"));
+    assert!(
+        out.status.success(),
+        "pg_dump of {} failed ({}): {}",
+        pg.name(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    blocks(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn blocks(dump: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = vec![String::new()];
+    let lines: Vec<&str> = dump
+        .lines()
+        .filter(|l| !l.starts_with("\\restrict ") && !l.starts_with("\\unrestrict "))
+        .collect();
+    for (i, line) in lines.iter().enumerate() {
+        // A header is "--", "-- Name: ...", "--": a block starts at its first line.
+        let header_next = lines.get(i + 1).is_some_and(|n| n.starts_with("-- Name: "));
+        if *line == "--" && header_next {
+            blocks.push(String::new());
+        }
+        let block = blocks.last_mut().expect("never empty");
+        block.push_str(line);
+        block.push('\n');
+    }
+    blocks.retain(|b| !node_local(b));
+    blocks
+}
+
+/// Whether a block is one of the objects [`schema`] leaves out.
+fn node_local(block: &str) -> bool {
+    let Some(header) = block.lines().find(|l| l.starts_with("-- Name: ")) else {
+        return false;
+    };
+    let field = |name: &str| {
+        header
+            .split("; ")
+            .find_map(|f| f.trim_start_matches("-- ").strip_prefix(name))
+            .unwrap_or("")
+    };
+    let (object, kind, schema) = (field("Name: "), field("Type: "), field("Schema: "));
+    kind.starts_with("PUBLICATION")
+        || kind == "SUBSCRIPTION"
+        || schema == "ddl_sync"
+        || object == "ddl_sync"
+        || object == "EXTENSION ddl_sync"
+}
+
+/// Panics, showing the differences, unless both nodes' [`schema`] are equal.
+pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
+    let (a, b) = (schema(publisher), schema(subscriber));
+    if a == b {
+        return;
+    }
+    let only = |x: &[String], y: &[String]| -> String {
+        x.iter()
+            .filter(|blk| !y.contains(blk))
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("")
+    };
+    panic!(
+        "pg_dump differs ({} blocks on the publisher, {} on the subscriber)\n\
+         === only on the publisher ===\n{}\n=== only on the subscriber ===\n{}",
+        a.len(),
+        b.len(),
+        only(&a, &b),
+        only(&b, &a)
+    );
+}
+
+/// For every ordinary table outside the system schemas and `ddl_sync`: its row count and the md5
+/// of its rows in text form, sorted, as `count md5`, keyed by the quoted table name.
+pub fn rows(pg: &Cluster) -> BTreeMap<String, String> {
+    let tables = query(
+        pg,
+        "SELECT format('%I.%I', n.nspname, c.relname)
+           FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE c.relkind = 'r'
+            AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'ddl_sync')
+            AND n.nspname NOT LIKE 'pg\\_toast%'
+          ORDER BY 1",
+    );
+    if tables.is_empty() {
+        return BTreeMap::new();
+    }
+    let sql: Vec<String> = tables
+        .lines()
+        .map(|t| {
+            format!(
+                "SELECT '{}', count(*) || ' ' || md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM {t} r",
+                t.replace('\'', "''")
+            )
+        })
+        .collect();
+    query(pg, &sql.join("\nUNION ALL\n"))
+        .lines()
+        .map(|l| {
+            let (table, sum) = l.split_once('|').expect("table|sum");
+            (table.to_string(), sum.to_string())
+        })
+        .collect()
+}
+
+/// Panics unless both nodes have the same tables with the same rows (see [`rows`]).
+pub fn assert_same_rows(publisher: &Cluster, subscriber: &Cluster) -> BTreeMap<String, String> {
+    let (a, b) = (rows(publisher), rows(subscriber));
+    let differing: Vec<String> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| format!("{k}: publisher {:?}, subscriber {:?}", a.get(k), b.get(k)))
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "rows differ:\n{}",
+        differing.join("\n")
+    );
+    a
+}
+
+/// Panics listing the subscriber's apply log rows that are not `applied`.
+pub fn assert_all_applied(subscriber: &Cluster) {
+    let bad = query(
+        subscriber,
+        "SELECT origin_lsn || ' ' || apply_status || ' ' || command_tag || ': ' || sql
+                || ' -- ' || coalesce(apply_detail, '')
+           FROM ddl_sync.events WHERE apply_status IS DISTINCT FROM 'applied' ORDER BY origin_lsn",
+    );
+    assert!(bad.is_empty(), "apply log rows not applied:\n{bad}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_local_blocks_and_restrict_keys_go() {
+        let dump = "--\n-- PostgreSQL database dump\n--\n\n\\restrict abc\n\nSET x = 0;\n\n\
+            --\n-- Name: ddl_sync; Type: EXTENSION; Schema: -; Owner: -\n--\n\nCREATE EXTENSION ddl_sync;\n\n\
+            --\n-- Name: EXTENSION ddl_sync; Type: COMMENT; Schema: -; Owner: \n--\n\nCOMMENT ON EXTENSION ddl_sync IS 'x';\n\n\
+            --\n-- Name: t; Type: TABLE; Schema: public; Owner: postgres\n--\n\nCREATE TABLE public.t (a int);\n\n\
+            --\n-- Name: p; Type: PUBLICATION; Schema: -; Owner: postgres\n--\n\nCREATE PUBLICATION p;\n\n\
+            \\unrestrict abc\n";
+        let got = blocks(dump);
+        assert_eq!(got.len(), 2, "{got:#?}");
+        assert!(got[0].contains("SET x = 0;") && !got[0].contains("restrict"));
+        assert!(got[1].starts_with("--\n-- Name: t; Type: TABLE;"));
+    }
+}

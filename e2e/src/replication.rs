@@ -1,0 +1,71 @@
+//! Publisher/subscriber pairs with a native subscription that replays DDL, and waiting for them.
+
+use crate::wait_for;
+use ddl_testkit::{Cluster, ClusterBuilder};
+use std::time::Duration;
+
+/// Runs `sql` on database `postgres`; panics with psql's error.
+pub fn query(pg: &Cluster, sql: &str) -> String {
+    pg.psql("postgres", sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// A subscriber cluster with the `ddl_sync` extension in database `postgres` and `preload` in
+/// `shared_preload_libraries` (`ddl_sync` there gives CREATE SUBSCRIPTION its `ddl` options).
+/// Failed apply workers are restarted after one second instead of five, so a test waiting for
+/// a retry stays short.
+pub fn ddl_subscriber(name: &str, preload: &[&str]) -> Cluster {
+    let pg = ClusterBuilder::new()
+        .name(name)
+        .shared_preload_libraries(preload)
+        .conf("wal_retrieve_retry_interval", "1s")
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start cluster {name}: {e}"));
+    query(&pg, "CREATE EXTENSION ddl_sync");
+    pg
+}
+
+/// `node` subscribes to `from`'s publication `p` through the existing `ddl_pgoutput` slot
+/// `slot` (PostgreSQL 15 cannot create it with that plugin), without copying data, replaying
+/// the DDL kinds `ddl` under the conflict policy `conflict`.
+pub fn subscribe(
+    node: &Cluster,
+    from: &Cluster,
+    name: &str,
+    slot: &str,
+    ddl: &str,
+    conflict: &str,
+) {
+    query(
+        node,
+        &format!(
+            "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
+                 WITH (create_slot = false, slot_name = '{slot}', copy_data = false, enabled = false);
+             SELECT ddl_sync.set_subscription_ddl('{name}', '{ddl}', '{conflict}');
+             ALTER SUBSCRIPTION {name} ENABLE;",
+            from.connstr("postgres")
+        ),
+    );
+}
+
+/// Waits until subscription `name` of `subscriber` has applied and confirmed everything
+/// `publisher` had written when this was called (its walsender's `replay_lsn`, as PostgreSQL's
+/// own tests wait for catch-up). On time-out the panic shows both servers' logs.
+pub fn wait_caught_up(publisher: &Cluster, subscriber: &Cluster, name: &str, timeout: Duration) {
+    let target = query(publisher, "SELECT pg_current_wal_lsn()");
+    let check = format!(
+        "SELECT replay_lsn >= '{target}' FROM pg_stat_replication WHERE application_name = '{name}'"
+    );
+    wait_for(
+        &format!("subscription {name} to reach {target}"),
+        timeout,
+        || match publisher.psql("postgres", &check) {
+            Ok(done) if done == "t" => Ok(()),
+            other => Err(format!(
+                "{other:?}\n--- subscriber log ---\n{}\n--- publisher log ---\n{}",
+                subscriber.log_tail(30),
+                publisher.log_tail(10)
+            )),
+        },
+    );
+}
