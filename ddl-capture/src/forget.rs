@@ -9,7 +9,7 @@
 //! to find nothing to delete almost always. Here the common case costs one comparison per row.
 
 use crate::catalog;
-use crate::rules::{self, Row};
+use crate::rules::{self, PublicationRules, Row};
 use crate::statement::Dropped;
 use pgrx::pg_sys;
 
@@ -22,23 +22,25 @@ pub unsafe fn anything_to_forget() -> bool {
     catalog::has_rows(c"adapter")
 }
 
-/// Deletes the rows about `dropped` objects.
+/// Deletes the rows about `dropped` objects. `rules` are the rows of `publication_sync` the
+/// trigger has read already: the table is scanned again, to delete, only when one of them is
+/// about a dropped object (almost never), and `ddl_sync.adapter` only when a function went.
 ///
 /// The rows are deleted as catalog rows (no triggers, no privilege check): whoever may drop an
 /// object may drop its rules, and the deletion must also go through in an apply worker, whose
-/// replica mode would otherwise let `publication_sync`'s node-local trigger skip it.
+/// replica mode would otherwise let the tables' node-local triggers skip it.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction, in a `sql_drop` event trigger.
-pub unsafe fn forget(dropped: &[Dropped]) {
-    if dropped.is_empty() {
-        return;
+pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
+    let about_dropped = |row: &Row| dropped.iter().any(|d| is_about(row, d));
+    if rules.rows().any(&about_dropped) {
+        rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
+            if about_dropped(&row) {
+                pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+            }
+        });
     }
-    rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
-        if dropped.iter().any(|d| is_about(&row, d)) {
-            pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
-        }
-    });
     let functions: Vec<u32> = dropped
         .iter()
         .filter(|d| d.class_id == u32::from(pg_sys::ProcedureRelationId))

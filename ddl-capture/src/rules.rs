@@ -99,6 +99,11 @@ impl PublicationRules {
         PublicationRules { rows, pubids }
     }
 
+    /// The rows read.
+    pub(crate) fn rows(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter()
+    }
+
     /// Whether `publication_sync` has no row for these publications, enabled or not.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()

@@ -55,7 +55,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
         return pg_sys::Datum::from(0usize); // nothing to capture, no row to forget
     }
     let dropped = dropped_objects();
-    forget::forget(&dropped);
+    forget::forget(&rules, &dropped);
     if !pg_sys::creating_extension && !rules.none_enabled() {
         let original = dropped.into_iter().filter(|d| d.original);
         statement::with_innermost(|s| s.dropped.extend(original));

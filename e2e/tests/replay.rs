@@ -396,3 +396,83 @@ fn an_adapter_registered_by_another_extension_replays_its_dialect() {
         "Id"
     );
 }
+
+#[test]
+fn statements_run_as_their_role_with_their_search_path() {
+    // Roles are global objects, never replicated: both nodes get theirs before replication
+    // starts. `ghost` exists only on the publisher.
+    let publisher = ddl_publisher("replay-roles-pub");
+    query(
+        &publisher,
+        "CREATE TABLE t (id int PRIMARY KEY); CREATE ROLE app; CREATE ROLE ghost;
+         CREATE SCHEMA app_s AUTHORIZATION app; CREATE SCHEMA ghost_s AUTHORIZATION ghost;
+         CREATE SCHEMA s1; CREATE SCHEMA s2;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+    );
+    let subscriber = ddl_subscriber("replay-roles-sub", &[]);
+    query(
+        &subscriber,
+        "CREATE TABLE t (id int PRIMARY KEY); CREATE ROLE app;
+         CREATE SCHEMA app_s AUTHORIZATION app; CREATE SCHEMA ghost_s;
+         CREATE SCHEMA s1; CREATE SCHEMA s2;",
+    );
+    subscribe(&subscriber, &publisher, "sub", "s", "all", "error");
+    query(
+        &publisher,
+        "SET ROLE app; CREATE TABLE app_s.t1 (id int PRIMARY KEY); RESET ROLE;
+         SET ROLE ghost; CREATE TABLE ghost_s.t2 (id int PRIMARY KEY); RESET ROLE;
+         SET search_path = s2, s1;
+         CREATE TABLE unq (id int PRIMARY KEY);
+         CREATE TABLE s1.only_s1 (id int PRIMARY KEY);
+         ALTER TABLE only_s1 ADD COLUMN v int;
+         INSERT INTO unq VALUES (1); INSERT INTO only_s1 VALUES (1, 10);
+         INSERT INTO app_s.t1 VALUES (1); INSERT INTO ghost_s.t2 VALUES (2);",
+    );
+    let log = wait_log(&subscriber, &publisher, 5);
+    assert!(log.iter().all(|l| l.starts_with("applied|")), "{log:#?}");
+    // The role that ran it, where it exists; the subscription owner, said on the row, where not.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT c.relname || ':' || pg_get_userbyid(c.relowner) FROM pg_class c
+              WHERE c.relname IN ('t1', 't2') ORDER BY 1"
+        ),
+        "t1:app\nt2:postgres"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT role_name || '|' || coalesce(detail, '') FROM ddl_sync.apply_log
+              WHERE object_identity IN ('app_s.t1', 'ghost_s.t2') ORDER BY object_identity"
+        ),
+        "app|\nghost|role \"ghost\" does not exist here; ran as postgres"
+    );
+    // Unqualified names resolve through the publisher's search_path, not the worker's.
+    wait_for(
+        "the rows in the tables named without schema",
+        TIMEOUT,
+        || {
+            let got = query(
+                &subscriber,
+                "SELECT (SELECT count(*) FROM s2.unq) || ' ' || (SELECT v FROM s1.only_s1)
+                 || ' ' || (SELECT count(*) FROM pg_tables WHERE tablename = 'unq')",
+            );
+            if got == "1 10 1" {
+                Ok(())
+            } else {
+                Err(got)
+            }
+        },
+    );
+    // Nothing of the replayed settings stays in the worker: its own later rows still apply.
+    query(&publisher, "INSERT INTO t VALUES (42)");
+    wait_for("a row of table t after the replays", TIMEOUT, || {
+        let n = query(&subscriber, "SELECT count(*) FROM public.t WHERE id = 42");
+        if n == "1" {
+            Ok(())
+        } else {
+            Err(n)
+        }
+    });
+}
