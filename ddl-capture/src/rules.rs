@@ -109,10 +109,11 @@ impl PublicationRules {
         self.rows.is_empty()
     }
 
-    /// Whether no publication replicates any DDL (no enabled row): then nothing is captured, and
-    /// the capture stops before it asks PostgreSQL about the statement.
+    /// Whether no publication replicates any DDL (no enabled row with a kind): then nothing is
+    /// captured, and the capture stops before it asks PostgreSQL about the statement.
     pub fn none_enabled(&self) -> bool {
-        !self.rows.iter().any(|r| r.enabled)
+        // Kinds come first: a row with no kind takes nothing, whatever its rules say.
+        !self.rows.iter().any(|r| r.enabled && r.ddl != 0)
     }
 
     /// Whether one of the publications takes `record`.

@@ -79,6 +79,8 @@ struct Target<'a> {
 /// The database of the capture cluster without the `ddl_sync` extension: the hook is loaded
 /// (it is preloaded into every backend) but no event trigger fires, so nothing is captured.
 const HOOK_ONLY_DB: &str = "hook_only";
+/// A database of the capture cluster with the extension but no publication.
+const TRIGGERS_ONLY_DB: &str = "triggers_only";
 
 pub fn run(args: &[&str]) -> Result {
     let mut runs = 6;
@@ -139,6 +141,10 @@ pub fn run(args: &[&str]) -> Result {
     }
     let captured = check_capture(&capture, &script, &dir)?;
     sql(&capture, &format!("CREATE DATABASE {HOOK_ONLY_DB}"))?;
+    sql(&capture, &format!("CREATE DATABASE {TRIGGERS_ONLY_DB}"))?;
+    capture
+        .psql(TRIGGERS_ONLY_DB, "CREATE EXTENSION ddl_sync")
+        .map_err(|e| e.to_string())?;
     let plain_target = Target {
         name: "plain",
         pg: &plain,
@@ -154,6 +160,11 @@ pub fn run(args: &[&str]) -> Result {
         pg: &capture,
         db: HOOK_ONLY_DB,
     };
+    let triggers_target = Target {
+        name: "triggers, no DDL publication",
+        pg: &capture,
+        db: TRIGGERS_ONLY_DB,
+    };
     let idle = quiet_check()?;
     let watch = Watch::start(&[&plain, &capture])?;
 
@@ -163,7 +174,12 @@ pub fn run(args: &[&str]) -> Result {
     let clients = TPS_CLIENTS.to_string();
     println!("bench: DDL latency");
     let ddl = alternate(
-        &[&plain_target, &hook_target, &capture_target],
+        &[
+            &plain_target,
+            &hook_target,
+            &triggers_target,
+            &capture_target,
+        ],
         runs,
         &["-n", "-c", "1", "-t", &ddl_scripts_arg, "-f", &script_arg],
     )?;
@@ -367,18 +383,24 @@ fn section(
     let cpu_ratios = |a: &[Sample], b: &[Sample]| per_round(a, b, cpu);
     let lat: Vec<(f64, f64)> = ddl.iter().map(|v| stats(v, latency, true)).collect();
     let rates: Vec<(f64, f64)> = tps.iter().map(|v| stats(v, rate, false)).collect();
-    let lat_ratio = median(&per_round(&ddl[0], &ddl[2], latency));
+    let lat_ratio = median(&per_round(&ddl[0], &ddl[3], latency));
+    let triggers_ratio = median(&per_round(&ddl[0], &ddl[2], latency));
     let hook_ratio = median(&per_round(&ddl[0], &ddl[1], latency));
     let tps_ratio = median(&per_round(&tps[0], &tps[1], rate));
-    let (lat_of_medians, lat_best_ratio) = (lat[2].0 / lat[0].0, lat[2].1 / lat[0].1);
+    let (lat_of_medians, lat_best_ratio) = (lat[3].0 / lat[0].0, lat[3].1 / lat[0].1);
     let (hook_of_medians, hook_best_ratio) = (lat[1].0 / lat[0].0, lat[1].1 / lat[0].1);
     let (tps_of_medians, tps_best_ratio) = (rates[1].0 / rates[0].0, rates[1].1 / rates[0].1);
     let captured: Vec<String> = captured.iter().map(|s| format!("`{s}`")).collect();
 
     let mut ddl_rows = String::new();
-    for (name, (samples, (med, best))) in ["plain", "hook only", "capture"]
-        .iter()
-        .zip(ddl.iter().zip(&lat))
+    for (name, (samples, (med, best))) in [
+        "plain",
+        "hook only",
+        "triggers, no DDL publication",
+        "capture",
+    ]
+    .iter()
+    .zip(ddl.iter().zip(&lat))
     {
         ddl_rows.push_str(&format!(
             "| {name} | {med:.3} ms | {best:.3} ms | {:.0}% | {} | {:.0} µs | {:.0} B |\n",
@@ -418,7 +440,11 @@ fn section(
          through pg_recvlogical, gave the events {captured}. `hook only`: a second database \
          (`{HOOK_ONLY_DB}`) of the capture cluster, without the extension: the hook is loaded in \
          its backends but no event trigger fires and nothing is captured, which separates the \
-         hook's cost from the capture's.\n\
+         hook's cost from the capture's. `triggers, no DDL publication`: a third database \
+         (`{TRIGGERS_ONLY_DB}`) with the extension and no publication: PostgreSQL collects \
+         the commands and fires the capture's event triggers, which stop at once (no \
+         publication takes DDL), which separates what PostgreSQL's event trigger \
+         machinery costs from the capture's own work.\n\
          - Why `fsync = off`: the figures are CPU-bound, which is what the hook and the capture \
          cost: CPU work in the backend (keeping the statement text, the event triggers reading \
          the command collection, classifying, the rules lookup, writing the WAL message). With \
@@ -451,6 +477,9 @@ fn section(
          - DDL latency hook only / plain: **{hook_ratio:.3}** (of the medians: \
          {hook_of_medians:.3}, best runs: {hook_best_ratio:.3}) \
          ({hook_verdict} if the target is read as the hook alone); {hook_noise}\n\
+         - DDL latency triggers, no DDL publication / plain: **{triggers_ratio:.3}** (the \
+         part of the capture's cost that is PostgreSQL's own event trigger machinery: command \
+         collection, dropped-object collection, firing; {triggers_noise})\n\
          - Server CPU per script run, capture / plain: **{cpu_ratio:.3}**, hook only / plain: \
          **{cpu_hook_ratio:.3}** (medians of the per-round ratios; {cpu_noise})\n\n\
          TPS: `pgbench -n -b tpcb-like -c {TPS_CLIENTS} -j {TPS_CLIENTS} -T {seconds}` (no DDL: \
@@ -484,9 +513,12 @@ fn section(
         hook_noise = rounds_note(&per_round(&ddl[0], &ddl[1], latency), |r| {
             r <= LATENCY_RATIO_TARGET
         }),
-        cpu_ratio = median(&cpu_ratios(&ddl[0], &ddl[2])),
+        triggers_noise = rounds_note(&per_round(&ddl[0], &ddl[2], latency), |r| {
+            r <= LATENCY_RATIO_TARGET
+        }),
+        cpu_ratio = median(&cpu_ratios(&ddl[0], &ddl[3])),
         cpu_hook_ratio = median(&cpu_ratios(&ddl[0], &ddl[1])),
-        cpu_noise = rounds_note(&cpu_ratios(&ddl[0], &ddl[2]), |r| r <= LATENCY_RATIO_TARGET),
+        cpu_noise = rounds_note(&cpu_ratios(&ddl[0], &ddl[3]), |r| r <= LATENCY_RATIO_TARGET),
         tps_cpu_ratio = median(&cpu_ratios(&tps[0], &tps[1])),
         tps_cpu_noise = rounds_note(&cpu_ratios(&tps[0], &tps[1]), |r| {
             r <= 1.0 / TPS_RATIO_TARGET
