@@ -507,7 +507,7 @@ fn section(
         lat_verdict = verdict(lat_ratio <= LATENCY_RATIO_TARGET),
         hook_verdict = verdict(hook_ratio <= LATENCY_RATIO_TARGET),
         tps_verdict = verdict(tps_ratio >= TPS_RATIO_TARGET),
-        lat_noise = rounds_note(&per_round(&ddl[0], &ddl[2], latency), |r| {
+        lat_noise = rounds_note(&per_round(&ddl[0], &ddl[3], latency), |r| {
             r <= LATENCY_RATIO_TARGET
         }),
         hook_noise = rounds_note(&per_round(&ddl[0], &ddl[1], latency), |r| {
