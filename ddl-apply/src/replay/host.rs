@@ -217,10 +217,7 @@ pub fn set_replay_origin(origin: &str) {
 /// its message, and so does a value `keep` rejects (a failure reported without an ERROR, such
 /// as an adapter's fatal result, undoes what came before it as an ERROR would). For the `skip`
 /// conflict policy, and for lookups that may fail where failing is an answer.
-pub fn in_subtransaction<T>(
-    f: impl FnOnce() -> T,
-    keep: fn(&T) -> bool,
-) -> Result<T, String> {
+pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Result<T, String> {
     // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
     // subtransaction, and the caller only restores the role it saved before.
     let f = std::panic::AssertUnwindSafe(f);
