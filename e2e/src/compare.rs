@@ -9,22 +9,29 @@ use std::collections::BTreeMap;
 /// starting at its `-- Name: ...; Type: ...` header), without what is each node's own.
 ///
 /// Taken out, and why:
-/// - `\restrict`/`\unrestrict` lines: pg_dump (15.14 and later) writes a random key there on
-///   every run;
 /// - publications and subscriptions: the replication set-up, different on each side by design;
 /// - the `ddl_sync` extension itself (its objects are extension members, which pg_dump leaves
 ///   out anyway): installed on each node by hand, never replicated.
 ///
 /// Nothing else is normalised: the replicated objects must print the same, byte for byte.
 pub fn schema(pg: &Cluster) -> Vec<String> {
+    let mut blocks = dump_blocks(pg, "postgres");
+    blocks.retain(|b| !node_local(b));
+    blocks
+}
+
+/// `pg_dump --schema-only` of database `db`, cut into pg_dump's blocks (see [`schema`]), without
+/// the `\restrict`/`\unrestrict` lines: pg_dump (15.14 and later) writes a random key there on
+/// every run.
+pub fn dump_blocks(pg: &Cluster, db: &str) -> Vec<String> {
     let out = std::process::Command::new(pg.bin("pg_dump"))
         .args(["--schema-only", "--no-password", "-d"])
-        .arg(pg.connstr("postgres"))
+        .arg(pg.connstr(db))
         .output()
         .unwrap_or_else(|e| panic!("cannot run pg_dump: {e}"));
     assert!(
         out.status.success(),
-        "pg_dump of {} failed ({}): {}",
+        "pg_dump of {} (database {db}) failed ({}): {}",
         pg.name(),
         out.status,
         String::from_utf8_lossy(&out.stderr)
@@ -48,7 +55,6 @@ fn blocks(dump: &str) -> Vec<String> {
         block.push_str(line);
         block.push('\n');
     }
-    blocks.retain(|b| !node_local(b));
     blocks
 }
 
@@ -73,7 +79,16 @@ fn node_local(block: &str) -> bool {
 
 /// Panics, showing the differences, unless both nodes' [`schema`] are equal.
 pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
-    let (a, b) = (schema(publisher), schema(subscriber));
+    assert_same_blocks(
+        ("the publisher", &schema(publisher)),
+        ("the subscriber", &schema(subscriber)),
+    );
+}
+
+/// Panics, showing the blocks only one side has (at most 8 each), unless both lists of dump
+/// blocks are equal; each side is named for the message.
+pub fn assert_same_blocks(a: (&str, &[String]), b: (&str, &[String])) {
+    let ((a_name, a), (b_name, b)) = (a, b);
     if a == b {
         return;
     }
@@ -86,12 +101,12 @@ pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
             .join("")
     };
     panic!(
-        "pg_dump differs ({} blocks on the publisher, {} on the subscriber)\n\
-         === only on the publisher ===\n{}\n=== only on the subscriber ===\n{}",
+        "pg_dump differs ({} blocks on {a_name}, {} on {b_name})\n\
+         === only on {a_name} ===\n{}\n=== only on {b_name} ===\n{}",
         a.len(),
         b.len(),
-        only(&a, &b),
-        only(&b, &a)
+        only(a, b),
+        only(b, a)
     );
 }
 
@@ -168,7 +183,9 @@ mod tests {
             --\n-- Name: t; Type: TABLE; Schema: public; Owner: postgres\n--\n\nCREATE TABLE public.t (a int);\n\n\
             --\n-- Name: p; Type: PUBLICATION; Schema: -; Owner: postgres\n--\n\nCREATE PUBLICATION p;\n\n\
             \\unrestrict abc\n";
-        let got = blocks(dump);
+        let mut got = blocks(dump);
+        assert_eq!(got.len(), 5, "{got:#?}");
+        got.retain(|b| !node_local(b));
         assert_eq!(got.len(), 2, "{got:#?}");
         assert!(got[0].contains("SET x = 0;") && !got[0].contains("restrict"));
         assert!(got[1].starts_with("--\n-- Name: t; Type: TABLE;"));

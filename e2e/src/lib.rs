@@ -4,6 +4,8 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod pgtree;
+pub mod readme;
 mod replication;
 
 pub use replication::{ddl_subscriber, query, subscribe, wait_caught_up};

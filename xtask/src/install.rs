@@ -1,12 +1,12 @@
-//! `cargo xtask install [--debug]`: build and install `ddl_pgoutput` and the `ddl_sync` extension
-//! into the PostgreSQL that `pg_config` names (pkglibdir, sharedir/extension, and the adapter
-//! header under includedir-server/extension/ddl_sync).
+//! `cargo xtask install [--debug]`: build and install what `cargo xtask package` packs
+//! (`ddl_pgoutput`, the `ddl_sync` extension with its upgrade scripts, the adapter header and
+//! `ddl-dump`) into the directories of the PostgreSQL that `pg_config` names.
 //!
 //! `cargo xtask test` installs debug builds this way before the cluster tests, which load the
 //! libraries from the server's own directories as a user's server would.
 
 use crate::cmd::Cmd;
-use crate::{project_root, setup, Result};
+use crate::{package, project_root, setup, Result};
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &[&str]) -> Result {
@@ -24,39 +24,31 @@ pub enum Profile {
     Release,
 }
 
-/// Installs both libraries and the extension's files, the adapter header among them.
+/// Stages the package for `profile` (see [`package`](crate::package)) and copies its tree onto
+/// `/`, as the archive's `install.sh` does: the same set of files either way.
 pub fn install(profile: Profile) -> Result {
-    setup::ensure()?;
-    let mut pgrx = vec!["pgrx", "install", "--pg-config"];
-    let pg_config = setup::pg_config();
-    pgrx.push(&pg_config);
-    if profile == Profile::Release {
-        pgrx.push("--release");
+    let staged = package::stage(profile)?;
+    install_tree(&staged.root, &staged.root)
+}
+
+/// Copies every file under `dir` to its path relative to `tree`, re-rooted at `/`.
+fn install_tree(tree: &Path, dir: &Path) -> Result {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .path();
+        let target = Path::new("/").join(path.strip_prefix(tree).map_err(|e| e.to_string())?);
+        if path.is_dir() {
+            std::fs::create_dir_all(&target)
+                .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+            install_tree(tree, &path)?;
+        } else {
+            install_file(&path, &target)?;
+        }
     }
-    Cmd::new("cargo")
-        .args(pgrx)
-        .dir(project_root().join("ddl-apply"))
-        .run()?;
-    install_header(&pg_config)?;
-    install_plugin(profile)
-}
-
-/// The C header of the adapter registration API (see ddl-apply's README, "Adapters").
-pub const ADAPTER_HEADER: &str = "ddl-apply/include/ddl_sync_adapter.h";
-
-/// Where extensions' builds find [`ADAPTER_HEADER`]: `extension/ddl_sync/` under
-/// `pg_config --includedir-server`, where PGXS installs an extension's headers.
-pub fn header_dir(pg_config: &str) -> Result<PathBuf> {
-    let server = Cmd::new(pg_config).args(["--includedir-server"]).read()?;
-    Ok(PathBuf::from(server).join("extension").join("ddl_sync"))
-}
-
-fn install_header(pg_config: &str) -> Result {
-    let dir = header_dir(pg_config)?;
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let from = project_root().join(ADAPTER_HEADER);
-    let name = from.file_name().ok_or("the header has a file name")?;
-    install_file(&from, &dir.join(name))
+    Ok(())
 }
 
 /// Installs `ddl_pgoutput.so` alone: the `ddl_sync` extension's capture triggers are functions

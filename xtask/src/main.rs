@@ -9,8 +9,8 @@
 //! cargo xtask demo [--keep]         DDL replication end to end on two throwaway clusters
 //! cargo xtask setup                 install everything the project needs (idempotent)
 //! cargo xtask test                  fmt, clippy, unit/property/golden tests, pgrx tests
-//! cargo xtask package               release artifacts into target/package/ (PostgreSQL layout)
-//! cargo xtask install [--debug]     build and install into the PostgreSQL of pg_config
+//! cargo xtask package [--debug]     the installable archive in target/package/ (see package.rs)
+//! cargo xtask install [--debug]     build and install the same files into the PostgreSQL of pg_config
 //! cargo xtask golden [--check]      capture pgoutput fixtures from a throwaway PostgreSQL 15
 //! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
 //! cargo xtask bench decode          ddl_pgoutput against pgoutput on the same WAL -> BENCHMARKS.md
@@ -34,7 +34,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [--keep]|setup|test|package|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>>";
+    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         ["demo", rest @ ..] => demo::run(rest),
         ["setup"] => setup::run(),
         ["test", rest @ ..] => test::run(rest),
-        ["package"] => package::run(),
+        ["package", rest @ ..] => package::run(rest),
         ["install", rest @ ..] => install::run(rest),
         ["golden", rest @ ..] => golden::run(rest),
         ["bench", rest @ ..] => bench::run(rest),

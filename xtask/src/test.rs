@@ -60,7 +60,8 @@ pub fn run(args: &[&str]) -> Result {
         pgrx_test(c)?;
     }
     // The end-to-end tests load the libraries from the server's directories, as a user's
-    // server would, so the current build is installed first.
+    // server would, so the current build is installed first. (tests/package.rs packs the same
+    // debug build with `cargo xtask package --debug` and installs it into a private tree.)
     install(Profile::Debug)?;
     Cmd::new("cargo")
         .args(["test", "-p", "ddl-e2e"])

@@ -1,0 +1,523 @@
+//! The package as a user gets it: `cargo xtask package --debug` (the same archive as the release
+//! one, from the debug build that `cargo xtask test` has already compiled), installed into a
+//! fresh private copy of the PostgreSQL tree (`ddl_e2e::pgtree`: PostgreSQL finds its lib and
+//! share directories relative to its programs, so nothing touches the system's directories).
+//!
+//! 1. README.md's Quickstart, run as written (`ddl_e2e::readme` for the block convention):
+//!    its install block unpacks and installs the archive, its postgresql.conf blocks configure
+//!    a throwaway publisher and subscriber, its SQL and shell blocks run on them in order, and
+//!    what it shows as output (```` ```text ```` blocks) must be what they print. The only
+//!    changes to the text, all of them here:
+//!    - `sudo ` (install block) becomes `env DESTDIR=<private tree> `;
+//!    - `host=NODE dbname=postgres` (NODE a node's name) becomes that cluster's connection
+//!      string (`host=127.0.0.1 port=... user=postgres dbname=postgres`);
+//!    - SQL runs in psql (`-X -q`, aligned output) on database `postgres` as `postgres`; shell
+//!      blocks run with `sh -e`, `PATH` starting with the private bindir and `PGHOST`,
+//!      `PGPORT`, `PGUSER` naming their node, as a shell on that server would;
+//!    - before a block on a subscriber, the test waits until its subscriptions have replayed
+//!      everything their publisher had written (a reader would wait a moment);
+//!    - a shell block that follows a slot forever is stopped once it has printed its output.
+//! 2. The extension's upgrade path: for every released version kept in
+//!    `ddl-apply/sql/released/`, `CREATE EXTENSION ddl_sync VERSION '<it>'` then `ALTER
+//!    EXTENSION ddl_sync UPDATE` must give exactly the objects of a fresh `CREATE EXTENSION`.
+
+use ddl_e2e::pgtree::{debug_archive, run_sh, PgTree};
+use ddl_e2e::readme::{conf_settings, section_blocks, Block};
+use ddl_e2e::{compare, query, wait_caught_up, wait_for};
+use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// How long a subscriber may take to catch up, and a followed stream to show its output.
+const WAIT: Duration = Duration::from_secs(120);
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The version in `ddl_sync-<version>-pg15.tar.gz`.
+fn archive_version(archive: &Path) -> String {
+    let name = archive.file_name().expect("a file").to_string_lossy();
+    name.strip_prefix("ddl_sync-")
+        .and_then(|n| n.strip_suffix(".tar.gz"))
+        .and_then(|n| n.rsplit_once("-pg"))
+        .map(|(version, _)| version.to_string())
+        .unwrap_or_else(|| panic!("unexpected archive name {name}"))
+}
+
+/// The upgrade scripts in the source tree, `ddl_sync--<from>--<to>.sql`.
+fn upgrade_scripts() -> Vec<String> {
+    let dir = workspace().join("ddl-apply/sql");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ddl_sync--") && n.matches("--").count() == 2)
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_archive_installs_and_the_readme_quickstart_runs_as_written() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).expect("README.md");
+    let blocks = section_blocks(&readme, "## Quickstart");
+    let archive = debug_archive();
+    let version = archive_version(&archive);
+    let top = format!("ddl_sync-{version}-pg15/");
+
+    // Self-describing: INSTALL, README and the installer beside the tree.
+    let listing = run_sh(
+        "tar -tzf \"$ARCHIVE\"",
+        Path::new("/"),
+        &[("ARCHIVE", archive.as_os_str())],
+    );
+    for name in ["INSTALL", "README.md", "install.sh"] {
+        assert!(
+            listing.lines().any(|l| l == format!("{top}{name}")),
+            "{name} is not in the archive:\n{listing}"
+        );
+    }
+
+    let tree = PgTree::fresh();
+    // The install block unpacks from the directory that holds the archive, as a user would.
+    let work = TempDir::new("quickstart").expect("work dir");
+    std::os::unix::fs::symlink(
+        &archive,
+        work.path().join(archive.file_name().expect("name")),
+    )
+    .expect("link the archive");
+
+    let mut run = Quickstart {
+        tree: &tree,
+        work: work.path(),
+        conf: BTreeMap::new(),
+        nodes: BTreeMap::new(),
+        checked_outputs: Vec::new(),
+    };
+    for block in &blocks {
+        run.block(block);
+    }
+
+    // What the archive installed: every file the package promises, where PostgreSQL looks.
+    let ext = tree.extension_dir();
+    let mut expected = vec![
+        tree.pkglibdir().join("ddl_pgoutput.so"),
+        tree.pkglibdir().join("ddl_sync.so"),
+        ext.join("ddl_sync.control"),
+        ext.join(format!("ddl_sync--{version}.sql")),
+        tree.includedir_server()
+            .join("extension/ddl_sync/ddl_sync_adapter.h"),
+        tree.bindir().join("ddl-dump"),
+    ];
+    let scripts = upgrade_scripts();
+    assert!(!scripts.is_empty(), "no upgrade script in ddl-apply/sql");
+    expected.extend(scripts.iter().map(|s| ext.join(s)));
+    for file in &expected {
+        assert!(
+            file.symlink_metadata().is_ok_and(|m| m.is_file()),
+            "the archive did not install {}",
+            file.display()
+        );
+    }
+
+    let publisher = run
+        .nodes
+        .get("publisher")
+        .expect("the Quickstart has a publisher");
+    let subscriber = run
+        .nodes
+        .get("subscriber")
+        .expect("the Quickstart has a subscriber");
+    // The servers ran from the private tree, with the archive's libraries.
+    assert_eq!(
+        query(
+            publisher,
+            "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'"
+        ),
+        tree.pkglibdir().display().to_string()
+    );
+    assert_eq!(
+        query(subscriber, "SELECT ddl_sync.library_version()"),
+        version
+    );
+    // The README's promises were checked against real output, not skipped.
+    for (lang, node) in [("sql", "subscriber"), ("sh", "publisher")] {
+        assert!(
+            run.checked_outputs
+                .iter()
+                .any(|(l, n)| l == lang && n == node),
+            "the Quickstart shows no output of a {lang} block on the {node}: nothing checks \
+             that it does what it says (checked: {:?})",
+            run.checked_outputs
+        );
+    }
+    // And the subscriber has the publisher's schema, every replicated statement applied.
+    wait_for_subscriptions(subscriber, &run.nodes);
+    compare::assert_same_schema(publisher, subscriber);
+    compare::assert_all_applied(subscriber);
+}
+
+/// The state of a Quickstart run.
+struct Quickstart<'a> {
+    tree: &'a PgTree,
+    work: &'a Path,
+    /// postgresql.conf settings per node, until the node starts.
+    conf: BTreeMap<String, Vec<(String, String)>>,
+    nodes: BTreeMap<String, Cluster>,
+    /// (lang, node) of every block whose shown output was compared.
+    checked_outputs: Vec<(String, String)>,
+}
+
+impl Quickstart<'_> {
+    fn block(&mut self, block: &Block) {
+        let at = format!("README.md line {}", block.line);
+        match (block.lang.as_str(), block.node.as_str()) {
+            ("sh", "install") => {
+                assert!(
+                    block.expected.is_none(),
+                    "{at}: install output is not checked"
+                );
+                let script = block.text.replace(
+                    "sudo ",
+                    &format!("env DESTDIR='{}' ", self.tree.root().display()),
+                );
+                run_sh(&script, self.work, &[]);
+            }
+            ("conf", node) => {
+                assert!(
+                    !self.nodes.contains_key(node),
+                    "{at}: postgresql.conf of {node} after it started"
+                );
+                self.conf
+                    .entry(node.to_string())
+                    .or_default()
+                    .extend(conf_settings(&block.text));
+            }
+            ("sql", node) => {
+                self.start(node);
+                wait_for_subscriptions(&self.nodes[node], &self.nodes);
+                let out = self.psql(node, &block.text, &at);
+                if let Some(expected) = &block.expected {
+                    assert_eq!(normalise(&out), normalise(expected), "{at}: output differs");
+                    self.checked_outputs.push(("sql".into(), node.into()));
+                }
+            }
+            ("sh", node) => {
+                self.start(node);
+                wait_for_subscriptions(&self.nodes[node], &self.nodes);
+                let expected = block
+                    .expected
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{at}: a shell block on a node shows its output"));
+                self.follow(node, block, expected);
+                self.checked_outputs.push(("sh".into(), node.into()));
+            }
+            (lang, node) => panic!("{at}: unknown block ```{lang} {node}"),
+        }
+    }
+
+    /// Starts `node` from the private tree with the postgresql.conf lines seen so far.
+    fn start(&mut self, node: &str) {
+        if self.nodes.contains_key(node) {
+            return;
+        }
+        let mut builder = ClusterBuilder::new();
+        builder.name(node).bindir(self.tree.bindir());
+        for (name, value) in self.conf.get(node).into_iter().flatten() {
+            if name == "shared_preload_libraries" {
+                let libraries: Vec<&str> = value.split(',').map(str::trim).collect();
+                builder.shared_preload_libraries(&libraries);
+            } else {
+                builder.conf(name, value);
+            }
+        }
+        let cluster = builder
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start {node}: {e}"));
+        self.nodes.insert(node.to_string(), cluster);
+    }
+
+    /// Runs SQL in psql with its default (aligned) output; the README's connection strings
+    /// are replaced by the clusters' own.
+    fn psql(&self, node: &str, sql: &str, at: &str) -> String {
+        let mut sql = sql.to_string();
+        for (name, cluster) in &self.nodes {
+            sql = sql.replace(
+                &format!("host={name} dbname=postgres"),
+                &cluster.connstr("postgres"),
+            );
+        }
+        let pg = &self.nodes[node];
+        let mut child = Command::new(pg.bin("psql"))
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d"])
+            .arg(pg.connstr("postgres"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start psql");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(sql.as_bytes()).expect("write to psql");
+        }
+        let out = child.wait_with_output().expect("wait for psql");
+        assert!(
+            out.status.success(),
+            "{at}: psql on {node} failed ({}):\n{sql}\n{}\n--- log ---\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            pg.log_tail(20)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs a shell block that follows a stream, until its output shows `expected` (then it is
+    /// stopped); it must not end before.
+    fn follow(&self, node: &str, block: &Block, expected: &str) {
+        use std::os::unix::process::CommandExt;
+        let at = format!("README.md line {}", block.line);
+        let pg = &self.nodes[node];
+        let out_path = self.work.join(format!("line-{}.out", block.line));
+        let out_file = std::fs::File::create(&out_path).expect("output file");
+        let path = std::env::join_paths(std::iter::once(self.tree.bindir()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .expect("PATH");
+        let mut group = Group(
+            Command::new("sh")
+                .args(["-e", "-c", &block.text])
+                .env("PATH", path)
+                .env("PGHOST", pg.socket_dir())
+                .env("PGPORT", pg.port().to_string())
+                .env("PGUSER", "postgres")
+                .stdin(Stdio::null())
+                .stdout(out_file)
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .spawn()
+                .expect("start sh"),
+        );
+        let child = &mut group.0;
+        wait_for(&format!("{at} to print its output"), WAIT, || {
+            let out = std::fs::read_to_string(&out_path).unwrap_or_default();
+            if let Some(status) = child.try_wait().expect("poll sh") {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    use std::io::Read;
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("{at}: the block ended ({status}) before its output:\n{out}\n{err}");
+            }
+            if shows(&out, expected) {
+                Ok(())
+            } else {
+                Err(format!("output so far:\n{out}"))
+            }
+        });
+    }
+}
+
+/// A shell in a process group of its own: dropping it stops the whole group (pg_recvlogical
+/// would otherwise go on reconnecting), also when the test fails.
+struct Group(std::process::Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", "--", &format!("-{}", self.0.id())])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether the lines of `expected` appear in `out` in order; an expected line starting with
+/// `... ` stands for any line that ends with the rest (the varying offsets, numbers, LSNs).
+fn shows(out: &str, expected: &str) -> bool {
+    let mut lines = out.lines();
+    expected
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .all(|want| {
+            lines.any(|got| match want.strip_prefix("... ") {
+                Some(tail) => got.ends_with(tail),
+                None => got == want,
+            })
+        })
+}
+
+/// psql output without trailing blanks on each line and around the whole.
+fn normalise(text: &str) -> String {
+    text.lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim_matches('\n')
+        .to_string()
+}
+
+/// Waits until every subscription of `node` has replayed what its publisher (one of `nodes`,
+/// found by the port in the subscription's connection string) had written.
+fn wait_for_subscriptions(node: &Cluster, nodes: &BTreeMap<String, Cluster>) {
+    let subs = query(
+        node,
+        "SELECT subname || ' ' || subconninfo FROM pg_subscription ORDER BY subname",
+    );
+    for line in subs.lines().filter(|l| !l.is_empty()) {
+        let (name, conninfo) = line.split_once(' ').expect("name and conninfo");
+        let publisher = nodes
+            .values()
+            .find(|c| conninfo.contains(&format!("port={} ", c.port())))
+            .unwrap_or_else(|| panic!("subscription {name} connects to no node: {conninfo}"));
+        wait_caught_up(publisher, node, name, WAIT);
+    }
+}
+
+#[test]
+fn the_extension_updates_from_every_released_version_to_a_fresh_install() {
+    let tree = PgTree::fresh();
+    let archive = debug_archive();
+    tree.install(&archive);
+    let current = archive_version(&archive);
+
+    // The install scripts of released versions, kept in the source tree (they are not
+    // shipped: an update needs only the upgrade scripts, which came with the archive).
+    let released_dir = workspace().join("ddl-apply/sql/released");
+    let mut released: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(&released_dir).expect("ddl-apply/sql/released") {
+        let entry = entry.expect("entry");
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let version = name
+            .strip_prefix("ddl_sync--")
+            .and_then(|n| n.strip_suffix(".sql"))
+            .unwrap_or_else(|| panic!("unexpected file {name} in {}", released_dir.display()));
+        assert_ne!(
+            version, current,
+            "{name}: the current version is not released yet; keep only earlier ones"
+        );
+        std::fs::copy(entry.path(), tree.extension_dir().join(&name)).expect("copy fixture");
+        released.push(version.to_string());
+    }
+    released.sort();
+    assert!(!released.is_empty(), "no released version to update from");
+
+    let pg = ClusterBuilder::new()
+        .name("upgrade")
+        .bindir(tree.bindir())
+        .shared_preload_libraries(&["ddl_pgoutput"])
+        .build()
+        .expect("cluster");
+    query(&pg, "CREATE DATABASE fresh");
+    psql_in(&pg, "fresh", "CREATE EXTENSION ddl_sync");
+    assert_eq!(
+        psql_in(
+            &pg,
+            "fresh",
+            "SELECT extversion || ' ' || ddl_sync.library_version() FROM pg_extension \
+             WHERE extname = 'ddl_sync'"
+        ),
+        format!("{current} {current}")
+    );
+    let fresh = extension_objects(&pg, "fresh");
+    assert!(
+        fresh
+            .dump
+            .iter()
+            .any(|b| b.contains("CREATE TABLE ddl_sync.events (")),
+        "the dump shows no extension objects:\n{}",
+        fresh.dump.concat()
+    );
+
+    for version in &released {
+        let db = format!("from_{}", version.replace(['.', '-'], "_"));
+        query(&pg, &format!("CREATE DATABASE {db}"));
+        psql_in(
+            &pg,
+            &db,
+            &format!("CREATE EXTENSION ddl_sync VERSION '{version}'"),
+        );
+        let extversion = "SELECT extversion FROM pg_extension WHERE extname = 'ddl_sync'";
+        assert_eq!(psql_in(&pg, &db, extversion), *version);
+        psql_in(&pg, &db, "ALTER EXTENSION ddl_sync UPDATE");
+        assert_eq!(psql_in(&pg, &db, extversion), current);
+
+        let updated = extension_objects(&pg, &db);
+        assert_eq!(
+            updated.members, fresh.members,
+            "updated from {version}: other extension members or initial privileges than a \
+             fresh install"
+        );
+        compare::assert_same_blocks(
+            (
+                &format!("the database updated from {version}"),
+                &updated.dump,
+            ),
+            ("a fresh install", &fresh.dump),
+        );
+    }
+}
+
+fn psql_in(pg: &Cluster, db: &str, sql: &str) -> String {
+    pg.psql(db, sql).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// The `ddl_sync` extension of a database as comparable text.
+struct ExtensionObjects {
+    /// Each member object, then each initial privilege recorded for the extension's objects.
+    members: Vec<String>,
+    /// `pg_dump --schema-only` of the database after every member was detached from the
+    /// extension (pg_dump leaves members out), so that it shows their definitions.
+    dump: Vec<String>,
+}
+
+/// Reads the members of `ddl_sync` in `db`, then detaches them all (the database is of no use
+/// afterwards but for the dump) and dumps it.
+fn extension_objects(pg: &Cluster, db: &str) -> ExtensionObjects {
+    let members_sql = "\
+        SELECT o.type AS type, o.identity AS identity
+          FROM pg_depend d, pg_identify_object(d.classid, d.objid, d.objsubid) o
+         WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e'
+           AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'ddl_sync')";
+    let mut members: Vec<String> = psql_in(
+        pg,
+        db,
+        &format!("SELECT type || ' ' || identity FROM ({members_sql}) m ORDER BY 1"),
+    )
+    .lines()
+    .map(str::to_string)
+    .collect();
+    members.extend(
+        psql_in(
+            pg,
+            db,
+            "SELECT 'initial privileges of ' || o.type || ' ' || o.identity || ': '
+                    || p.initprivs::text
+               FROM pg_init_privs p, pg_identify_object(p.classoid, p.objoid, p.objsubid) o
+              WHERE p.privtype = 'e' ORDER BY 1",
+        )
+        .lines()
+        .map(str::to_string),
+    );
+    // ALTER EXTENSION ... DROP takes TYPE for what pg_identify_object calls a composite type.
+    psql_in(
+        pg,
+        db,
+        &format!(
+            "DO $$
+             DECLARE m record;
+             BEGIN
+                 FOR m IN {members_sql} LOOP
+                     EXECUTE format('ALTER EXTENSION ddl_sync DROP %s %s',
+                                    CASE m.type WHEN 'composite type' THEN 'type' ELSE m.type END,
+                                    m.identity);
+                 END LOOP;
+             END $$"
+        ),
+    );
+    ExtensionObjects {
+        members,
+        dump: compare::dump_blocks(pg, db),
+    }
+}
