@@ -125,6 +125,16 @@ fn statistics_count_what_happened_to_each_statement() {
 
     replay_errors_are_counted_although_rolled_back(&publisher, &subscriber);
     resets(&publisher, &subscriber);
+
+    // The statistics row goes with its subscription.
+    query(&subscriber, "DROP SUBSCRIPTION sub");
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM ddl_sync.subscription_counters"
+        ),
+        "0"
+    );
 }
 
 /// Under `ddl_conflict = 'error'` the failure rolls back (with the apply log row and the
