@@ -36,13 +36,15 @@ BEGIN
         NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
         RETURN NEW;
     END IF;
+    NEW.subid := ddl_sync.applying_subscription();
     -- DDL that started here and came back around a cycle: already applied, by its author.
-    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system()) THEN
-        RETURN NULL;
-    END IF;
     -- The same DDL through a second subscription: applied once.
-    IF EXISTS (SELECT FROM ddl_sync.events e
-               WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
+    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())
+       OR EXISTS (SELECT FROM ddl_sync.events e
+                  WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
+        RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
+            NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
+        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
         RETURN NULL;
     END IF;
     SELECT * INTO outcome FROM ddl_sync.replay(
@@ -54,6 +56,7 @@ BEGIN
     NEW.apply_adapter := outcome.adapter;
     NEW.applied_at := pg_catalog.clock_timestamp();
     NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
+    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn);
     RETURN NEW;
 END
 $$;
@@ -66,6 +69,7 @@ ALTER TABLE ddl_sync.events ENABLE ALWAYS TRIGGER apply_event;
 CREATE VIEW ddl_sync.apply_log AS
 SELECT e.applied_at, e.apply_status AS status, e.command_tag, e.object_identity,
        e.sql, e.apply_detail AS detail, e.apply_adapter AS adapter, e.apply_duration AS duration,
-       e.role_name, e.origin_sysid, e.origin_lsn
+       e.role_name, e.origin_sysid, e.origin_lsn, s.subname AS subscription
   FROM ddl_sync.events e
+  LEFT JOIN pg_catalog.pg_subscription s ON s.oid = e.subid
  ORDER BY e.applied_at, e.origin_lsn;

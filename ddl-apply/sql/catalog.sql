@@ -91,6 +91,7 @@ CREATE TABLE ddl_sync.events (
     apply_adapter     text,
     applied_at        timestamptz,
     apply_duration    interval,
+    subid             oid,
     -- A statement is named by the node where it first ran and its LSN there, so the same DDL
     -- arriving twice (two subscriptions, a cascade) is one row.
     CONSTRAINT events_pkey PRIMARY KEY (origin_sysid, origin_lsn),
@@ -122,3 +123,5 @@ COMMENT ON COLUMN ddl_sync.events.apply_detail IS 'subscriber: why it was skippe
 COMMENT ON COLUMN ddl_sync.events.apply_adapter IS 'subscriber: the dialect adapter that replayed it';
 COMMENT ON COLUMN ddl_sync.events.applied_at IS 'subscriber: when it was replayed';
 COMMENT ON COLUMN ddl_sync.events.apply_duration IS 'subscriber: how long the replay took';
+COMMENT ON COLUMN ddl_sync.events.subid IS
+    'subscriber: the subscription whose apply worker inserted it (pg_subscription.oid)';

@@ -19,3 +19,12 @@ REVOKE ALL ON TABLE ddl_sync.events FROM PUBLIC;
 -- unregister_adapter check that the caller may change it.
 REVOKE ALL ON TABLE ddl_sync.adapter FROM PUBLIC;
 GRANT SELECT ON TABLE ddl_sync.adapter TO PUBLIC;
+
+-- Statistics: the publishers' counts are as public as pg_stat_replication's; the subscribers'
+-- carry error messages (statement texts), like ddl_sync.events. Resets are for the owner
+-- (grant EXECUTE to monitoring roles as wanted).
+GRANT SELECT ON TABLE ddl_sync.publication_stats, ddl_sync.publication_rule_stats TO PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_publication_stats(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_publication_counters(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_subscription_stats(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;

@@ -53,6 +53,16 @@ extension_sql_file!(
     name = "adapters",
     requires = ["catalog", "capture"]
 );
+extension_sql_file!(
+    "../sql/stats.sql",
+    name = "stats",
+    requires = [
+        "catalog",
+        "capture",
+        "config_view",
+        replay::stats::subscription_errors
+    ]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of
@@ -61,7 +71,10 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     // SAFETY: _PG_init runs once per process.
-    unsafe { subscription::install_hook() };
+    unsafe {
+        subscription::install_hook();
+        replay::stats::init();
+    }
 }
 
 /// The version of the installed extension library, to compare with `pg_extension.extversion`
@@ -268,12 +281,13 @@ mod tests {
     }
 
     /// What the subscriber side adds after the event columns.
-    const APPLY_COLUMNS: [(&str, &str); 5] = [
+    const APPLY_COLUMNS: [(&str, &str); 6] = [
         ("apply_status", "text"),
         ("apply_detail", "text"),
         ("apply_adapter", "text"),
         ("applied_at", "timestamp with time zone"),
         ("apply_duration", "interval"),
+        ("subid", "oid"),
     ];
 
     #[pg_test]

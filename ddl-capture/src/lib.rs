@@ -12,7 +12,9 @@
 //!   `ddl_sync_capture_sql_drop`) classify the statement, check the publications' rules and
 //!   write the record;
 //! - [`rules`] decides which publications take a statement, for the capture and for the
-//!   output plugin.
+//!   output plugin;
+//! - [`stats`] counts, per publication, what was captured, filtered and emitted, in shared
+//!   memory.
 //!
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
@@ -25,6 +27,7 @@ mod hook;
 mod publication;
 pub mod rules;
 mod statement;
+pub mod stats;
 mod trigger;
 
 pub use crate::hook::install as install_hook;

@@ -10,7 +10,7 @@
 //! schema, then the publication row. No enabled row: the publication does not replicate DDL.
 
 use crate::catalog;
-use ddl_filter::{DdlCandidate, DdlKinds, RuleSetBuilder};
+use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -18,6 +18,8 @@ use std::ffi::{CStr, CString};
 
 /// One row of `ddl_sync.publication_sync`.
 pub(crate) struct Row {
+    /// The row's own `oid`, which names it in the statistics of what it filtered.
+    pub oid: pg_sys::Oid,
     pub pubid: pg_sys::Oid,
     /// `p`ublication, `n`amespace, `r`elation or `o`bject.
     pub kind: u8,
@@ -118,6 +120,15 @@ impl PublicationRules {
 
     /// Whether one of the publications takes `record`.
     pub fn wanted(&self, record: &DdlRecord<'_>) -> bool {
+        self.verdicts(record)
+            .iter()
+            .any(|(_, verdict)| *verdict == Verdict::Takes)
+    }
+
+    /// What each publication that has rows decides about `record`, in OID order. Publications
+    /// without any row do not replicate DDL and are left out; a record whose kind is not one
+    /// DDL kind is taken by none (after a WARNING).
+    pub fn verdicts(&self, record: &DdlRecord<'_>) -> Vec<(pg_sys::Oid, Verdict)> {
         let Some(kind) = DdlKinds::parse(record.kind)
             .ok()
             .and_then(|k| k.token().and(k.kinds().next()))
@@ -127,7 +138,7 @@ impl PublicationRules {
                 record.xid,
                 record.kind
             );
-            return false;
+            return Vec::new();
         };
         let candidate = DdlCandidate {
             kind,
@@ -136,33 +147,67 @@ impl PublicationRules {
             identity: (!record.object_identity.is_empty()).then_some(record.object_identity),
             sql: record.sql,
         };
-        self.pubids.iter().any(|pubid| {
-            let decisive = self
-                .rows
-                .iter()
-                .filter(|r| r.pubid == *pubid && r.enabled)
-                .filter_map(|r| r.rank(record).map(|rank| (rank, r)))
-                .max_by_key(|(rank, _)| *rank);
-            let Some((_, row)) = decisive else {
-                return false;
+        self.pubids
+            .iter()
+            .filter(|pubid| self.rows.iter().any(|r| r.pubid == **pubid))
+            .map(|pubid| (*pubid, self.verdict(*pubid, record, &candidate)))
+            .collect()
+    }
+
+    fn verdict(
+        &self,
+        pubid: pg_sys::Oid,
+        record: &DdlRecord<'_>,
+        candidate: &DdlCandidate<'_>,
+    ) -> Verdict {
+        let decisive = self
+            .rows
+            .iter()
+            .filter(|r| r.pubid == pubid && r.enabled)
+            .filter_map(|r| r.rank(record).map(|rank| (rank, r)))
+            .max_by_key(|(rank, _)| *rank);
+        let Some((_, row)) = decisive else {
+            return Verdict::Filtered {
+                row: pg_sys::InvalidOid,
+                rule: None,
             };
-            let mut builder = RuleSetBuilder::new();
-            builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
-            if let Some(extra) = &row.extra {
-                builder.text(extra);
-            }
-            match builder.build() {
-                Ok(rules) => rules.decide(&candidate).replicate(),
-                Err(e) => {
-                    // The functions that write the catalog validate rules; a row that still
-                    // fails was written by hand. Sending the DDL is the choice that loses
-                    // nothing: the subscriber applies its own rules again.
-                    warning!("ddl_sync: ignoring unreadable rules of publication_sync row: {e}");
-                    DdlKinds::from_bits_truncate(row.ddl).contains(kind.kinds())
+        };
+        let filtered = |rule| Verdict::Filtered { row: row.oid, rule };
+        let mut builder = RuleSetBuilder::new();
+        builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
+        if let Some(extra) = &row.extra {
+            builder.text(extra);
+        }
+        match builder.build().map(|rules| rules.decide(candidate)) {
+            Ok(decision) if decision.replicate() => Verdict::Takes,
+            Ok(Decision::Matched { rule, .. }) => filtered(Some(rule)),
+            Ok(_) => filtered(None),
+            Err(e) => {
+                // The functions that write the catalog validate rules; a row that still
+                // fails was written by hand. Sending the DDL is the choice that loses
+                // nothing: the subscriber applies its own rules again.
+                warning!("ddl_sync: ignoring unreadable rules of publication_sync row: {e}");
+                if DdlKinds::from_bits_truncate(row.ddl).contains(candidate.kind.kinds()) {
+                    Verdict::Takes
+                } else {
+                    filtered(None)
                 }
             }
-        })
+        }
     }
+}
+
+/// What one publication decides about a statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The publication replicates it.
+    Takes,
+    /// It does not, because of row `row` of `publication_sync` (`InvalidOid`: no enabled row
+    /// applies): its rule number `rule` (from 0, in the row's rules), or its kinds (`None`).
+    Filtered {
+        row: pg_sys::Oid,
+        rule: Option<usize>,
+    },
 }
 
 /// The rows of `publication_sync` for `pubids` (all when `None`); none when the extension is
@@ -187,6 +232,7 @@ pub(crate) unsafe fn scan(
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, Row),
 ) {
     let columns = [
+        c"oid",
         c"pfsyncpubid",
         c"pfsynckind",
         c"pfsyncnspid",
@@ -200,14 +246,15 @@ pub(crate) unsafe fn scan(
         let value = |i: usize| v[i].map_or(0, |d| d.value());
         let oid = |i: usize| pg_sys::Oid::from(value(i) as u32);
         let row = Row {
-            pubid: oid(0),
-            kind: value(1) as u8,
-            nspid: oid(2),
-            relid: oid(3),
-            objid: oid(4),
-            enabled: value(5) != 0,
-            ddl: value(6) as i32,
-            extra: v[7].map(|d| {
+            oid: oid(0),
+            pubid: oid(1),
+            kind: value(2) as u8,
+            nspid: oid(3),
+            relid: oid(4),
+            objid: oid(5),
+            enabled: value(6) != 0,
+            ddl: value(7) as i32,
+            extra: v[8].map(|d| {
                 let text = pg_sys::text_to_cstring(d.cast_mut_ptr());
                 CStr::from_ptr(text).to_string_lossy().into_owned()
             }),

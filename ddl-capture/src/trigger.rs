@@ -16,8 +16,9 @@
 //! it is temporary, and whether an extension script made it. The hook supplies what the
 //! triggers lack: the statement's own text and whether the client sent it.
 
+use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, rules};
+use crate::{collection, emit, forget, rules, stats};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
 use pgrx::pg_sys;
@@ -182,7 +183,10 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         session_user: &session.session_user,
         database: &session.database,
     };
-    if !rules.wanted(&record) {
+    let verdicts = rules.verdicts(&record);
+    if !verdicts.iter().any(|(_, v)| *v == Verdict::Takes) {
+        log_verdicts(&record, &verdicts);
+        stats::count_capture(&verdicts);
         return;
     }
     if record.sql.is_empty() {
@@ -193,6 +197,47 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         return;
     }
     emit::emit_record(&record);
+    log_verdicts(&record, &verdicts);
+    stats::count_capture(&verdicts);
+}
+
+/// DEBUG1: which publications took the statement, and which rule kept it from the others.
+unsafe fn log_verdicts(record: &DdlRecord<'_>, verdicts: &[(pg_sys::Oid, Verdict)]) {
+    if !pg_sys::message_level_is_interesting(pg_sys::DEBUG1 as i32) {
+        return;
+    }
+    let name = |oid: pg_sys::Oid| {
+        let name = pg_sys::get_publication_name(oid, true);
+        if name.is_null() {
+            format!("{oid:?}")
+        } else {
+            CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    };
+    for (publication, verdict) in verdicts {
+        let publication = name(*publication);
+        let (tag, identity) = (record.command_tag, record.object_identity);
+        match verdict {
+            Verdict::Takes => {
+                debug1!("ddl_sync: captured {tag} {identity} for publication \"{publication}\"")
+            }
+            Verdict::Filtered { row, .. } if *row == pg_sys::InvalidOid => debug1!(
+                "ddl_sync: {tag} {identity} filtered for publication \"{publication}\": none of \
+                 its enabled publication_sync rows applies"
+            ),
+            Verdict::Filtered { row, rule: None } => debug1!(
+                "ddl_sync: {tag} {identity} filtered for publication \"{publication}\" by the \
+                 kinds of publication_sync row {row:?}"
+            ),
+            Verdict::Filtered {
+                row,
+                rule: Some(rule),
+            } => debug1!(
+                "ddl_sync: {tag} {identity} filtered for publication \"{publication}\" by rule \
+                 {rule} of publication_sync row {row:?}"
+            ),
+        }
+    }
 }
 
 /// The target's object type for classification. PostgreSQL reports a domain as `type`; here it

@@ -21,7 +21,7 @@ mod events;
 mod pgoutput;
 mod session;
 
-use ddl_capture::rules;
+use ddl_capture::{rules, stats};
 use ddl_wire::{DdlRecord, RECORD_PREFIX};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -30,15 +30,20 @@ use std::ffi::{c_char, CStr};
 
 ::pgrx::pg_module_magic!(name, version);
 
-// The capture's event trigger functions, which the ddl_sync extension declares with
-// `LANGUAGE c AS '$libdir/ddl_pgoutput'`.
+// The capture's event trigger functions and the statistics functions, which the ddl_sync
+// extension declares with `LANGUAGE c AS '$libdir/ddl_pgoutput'`.
+pub use ddl_capture::stats::*;
 pub use ddl_capture::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};
 
-/// Loaded by `shared_preload_libraries` (or as a plugin by a walsender): install the capture hook.
+/// Loaded by `shared_preload_libraries` (or as a plugin by a walsender): install the capture
+/// hook, and when preloaded, request the statistics' shared memory.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
     // SAFETY: _PG_init runs once per process.
-    unsafe { ddl_capture::install_hook() };
+    unsafe {
+        ddl_capture::install_hook();
+        stats::init();
+    }
 }
 
 /// The output plugin entry point PostgreSQL looks up by name.
@@ -164,14 +169,29 @@ unsafe fn ddl_event(
             return;
         }
     };
-    let Some((wanted, scratch)) = session::with(|s| {
+    let Some((takers, scratch)) = session::with(|s| {
         let pubids = rules::publication_oids(&s.publications);
         let rules = rules::PublicationRules::read(Some(&pubids));
-        (rules.wanted(&record), s.scratch)
+        let takers: Vec<pg_sys::Oid> = rules
+            .verdicts(&record)
+            .into_iter()
+            .filter(|(_, verdict)| *verdict == rules::Verdict::Takes)
+            .map(|(publication, _)| publication)
+            .collect();
+        (takers, s.scratch)
     }) else {
         return;
     };
-    if wanted {
-        events::send(ctx, txn, lsn, &record, streaming, scratch);
+    if takers.is_empty() || !events::send(ctx, txn, lsn, &record, streaming, scratch) {
+        return;
+    }
+    debug1!(
+        "ddl_pgoutput: sent {} {} at {}",
+        record.command_tag,
+        record.object_identity,
+        events::fmt_lsn(lsn)
+    );
+    for publication in takers {
+        stats::count_emitted(publication, lsn);
     }
 }

@@ -2,7 +2,7 @@
 //! `RecvlogicalReader`, and the `ddl-dump` tool shows the DDL it carries and re-encodes every
 //! message byte for byte (`--verify`).
 
-use ddl_e2e::{ddl_dump, ddl_publisher, Ddl};
+use ddl_e2e::{ddl_dump, ddl_publisher, wait_for, Ddl};
 use ddl_testkit::{Cluster, RecvLogical, TempDir};
 use ddl_wire::{EventsRelation, Message, ProtocolContext, RecvlogicalReader, Streaming};
 use std::collections::HashMap;
@@ -275,5 +275,135 @@ fn pg_recvlogical_files_carry_the_ddl_and_ddl_dump_shows_it() {
     assert!(
         out.lines().any(|l| l.contains(" S Stream Start xid=")),
         "{out}"
+    );
+}
+
+/// `ddl-dump --follow`: started before the DDL, it shows each statement as the slot sends it,
+/// ends with pg_recvlogical when interrupted (the slot is released), stops by itself at
+/// `--endpos`, and reports pg_recvlogical's failure as its own.
+#[test]
+fn ddl_dump_follows_a_live_slot() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+
+    let pg = ddl_publisher("follow");
+    pg.psql(
+        "postgres",
+        "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+         SELECT pg_create_logical_replication_slot('live', 'ddl_pgoutput');",
+    )
+    .expect("publication and slot");
+    let recvlogical = pg.bin("pg_recvlogical");
+    let follow = |extra: &[&str]| {
+        let mut cmd = Command::new(ddl_dump());
+        cmd.args(["--follow", &pg.connstr("postgres"), "--slot", "live"])
+            .args(["--publication", "p", "--recvlogical"])
+            .arg(&recvlogical)
+            .args(extra)
+            .stdin(Stdio::null());
+        cmd
+    };
+    let slot_active = || {
+        pg.psql(
+            "postgres",
+            "SELECT active FROM pg_replication_slots WHERE slot_name = 'live'",
+        )
+        .expect("slot state")
+    };
+
+    // Its own process group, so that the interrupt reaches ddl-dump and its pg_recvlogical
+    // both, as Ctrl-C in a terminal does.
+    let mut child = follow(&[])
+        .stdout(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("ddl-dump --follow starts");
+    let stdout = child.stdout.take().expect("piped");
+    let (lines_tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if lines_tx.send(line.expect("utf-8 line")).is_err() {
+                break;
+            }
+        }
+    });
+    wait_for(
+        "pg_recvlogical to stream slot live",
+        Duration::from_secs(30),
+        || match slot_active() {
+            active if active == "t" => Ok(()),
+            other => Err(other),
+        },
+    );
+    pg.psql("postgres", "CREATE TABLE followed (id int)")
+        .expect("DDL while following");
+    let mut seen = Vec::new();
+    let shown = wait_for("ddl-dump to show the DDL", Duration::from_secs(30), || {
+        while let Ok(line) = lines.try_recv() {
+            seen.push(line);
+        }
+        seen.iter()
+            .find(|l| l.contains(" DDL table CREATE TABLE public.followed "))
+            .cloned()
+            .ok_or_else(|| format!("{seen:?}"))
+    });
+    assert!(
+        shown.ends_with(": CREATE TABLE followed (id int)"),
+        "{shown}"
+    );
+
+    let interrupt = Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", child.id())])
+        .status()
+        .expect("kill runs");
+    assert!(interrupt.success());
+    child.wait().expect("ddl-dump ends when interrupted");
+    wait_for(
+        "the slot to be released",
+        Duration::from_secs(30),
+        || match slot_active() {
+            active if active == "f" => Ok(()),
+            other => Err(other),
+        },
+    );
+
+    // With --endpos it ends by itself, successfully, once the stream passes that point.
+    pg.psql("postgres", "CREATE TABLE second (id int)")
+        .expect("second DDL");
+    let endpos = pg
+        .psql("postgres", "SELECT pg_current_wal_lsn()")
+        .expect("LSN");
+    pg.psql("postgres", "CREATE TABLE after_endpos (id int)")
+        .expect("WAL past endpos");
+    let out = follow(&["--endpos", &endpos])
+        .output()
+        .expect("ddl-dump --follow --endpos runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}: {stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(": CREATE TABLE second (id int)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("after_endpos"), "{stdout}");
+
+    // A slot that does not exist: pg_recvlogical's error, and ddl-dump's exit status 2.
+    let out = Command::new(ddl_dump())
+        .args(["--follow", &pg.connstr("postgres"), "--slot", "missing"])
+        .args(["--publication", "p", "--recvlogical"])
+        .arg(&recvlogical)
+        .output()
+        .expect("ddl-dump runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("\"missing\" does not exist"), "{stderr}");
+    assert!(
+        stderr.contains("ddl-dump: pg_recvlogical failed"),
+        "{stderr}"
     );
 }

@@ -18,6 +18,7 @@ mod host;
 mod object;
 mod sql_adapter;
 mod statement;
+pub(crate) mod stats;
 pub(crate) mod subscription;
 
 use crate::replay::host::ServerHost;
@@ -112,13 +113,15 @@ fn replay_event(event: &Event<'_>) -> Verdict {
         return Verdict::new("refused", "not running in a subscription's apply worker");
     };
     let Some(config) = subscription.config() else {
-        return Verdict::new(
+        let verdict = Verdict::new(
             "skipped",
             format!(
                 "subscription \"{}\" does not replay DDL (see ddl_sync.set_subscription_ddl)",
                 subscription.name
             ),
         );
+        log_verdict(event, &subscription, &verdict);
+        return verdict;
     };
     // The statement is read, checked and run with the search_path it ran with; the apply
     // worker's own (empty) one comes back afterwards, whatever happened.
@@ -129,7 +132,25 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     let verdict = check_and_run(event, &subscription, &config);
     host::set_replay_origin("");
     host::set_search_path(&previous_path);
+    log_verdict(event, &subscription, &verdict);
     verdict
+}
+
+/// One line per replicated statement in the subscriber's log: LOG for what changed the schema
+/// (as `log_statement = 'ddl'` would show a local one) and for what the subscription's own
+/// configuration skipped, WARNING for what was refused or failed and left the schemas
+/// different. The statement text is only in the apply log (`ddl_sync.apply_log`).
+fn log_verdict(event: &Event<'_>, subscription: &Subscription, verdict: &Verdict) {
+    let what = format!(
+        "subscription \"{}\": {} {} (origin {})",
+        subscription.name, event.command_tag, event.object_identity, event.origin
+    );
+    let detail = verdict.detail.as_deref().unwrap_or("");
+    match verdict.status {
+        "applied" => log!("ddl_sync: {what} applied"),
+        "skipped" => log!("ddl_sync: {what} skipped: {detail}"),
+        _ => warning!("ddl_sync: {what} {}: {detail}", verdict.status),
+    }
 }
 
 fn check_and_run(
@@ -169,7 +190,7 @@ fn check_and_run(
             format!("no adapter for SQL dialect \"{}\"", event.dialect),
         );
     };
-    let mut verdict = run(adapter, event, &checked, config.conflict);
+    let mut verdict = run(adapter, event, &checked, config.conflict, subscription.oid);
     verdict.adapter = Some(adapter.name().to_string());
     if verdict.status == "applied" && checked.creates_table() {
         subscription.register_ready(event.object_identity);
@@ -202,7 +223,13 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
 }
 
 /// init_context → execute_ddl → cleanup_context, with the subscription's conflict policy.
-fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Conflict) -> Verdict {
+fn run(
+    adapter: &dyn Adapter,
+    event: &Event<'_>,
+    checked: &Checked,
+    conflict: Conflict,
+    subscription: pg_sys::Oid,
+) -> Verdict {
     let mut host = ServerHost::new(checked);
     let mut ctx = Context {
         dialect: event.dialect.to_string(),
@@ -212,7 +239,7 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
         ..Context::default()
     };
     let role_note = host.enter_role(&mut ctx, event.role_name);
-    let mut attempt = || {
+    let attempt = || {
         let mut outcome = adapter.init_context(&mut ctx, &mut host);
         if outcome.is_success() {
             outcome = adapter.execute_ddl(&mut ctx, &mut host, event.sql);
@@ -222,7 +249,8 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
     let outcome = match conflict {
         // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
         // is lost and nothing is applied twice (the replication origin did not advance).
-        Conflict::Error => attempt(),
+        // The ERROR takes the apply log row and the counters with it: kept apart.
+        Conflict::Error => stats::recording(subscription, attempt),
         Conflict::Skip => {
             host::in_subtransaction(attempt, Outcome::is_success).unwrap_or_else(Outcome::Fatal)
         }
@@ -240,7 +268,9 @@ fn run(adapter: &dyn Adapter, event: &Event<'_>, checked: &Checked, conflict: Co
             adapter: None,
         },
         Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
-            error!("ddl_sync: replay of \"{}\" failed: {e}", event.sql)
+            let message = format!("ddl_sync: replay of \"{}\" failed: {e}", event.sql);
+            stats::record(subscription, &message);
+            error!("{message}")
         }
         Outcome::Retryable(e) | Outcome::Fatal(e) => {
             let detail = match role_note {

@@ -20,6 +20,27 @@ extern "C-unwind" {
 /// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
 pub(crate) const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
 
+/// `ddl_sync.applying_subscription()`: the subscription whose apply worker runs this session,
+/// from the session's replication origin, which the apply worker names `pg_<subscription
+/// oid>`; NULL elsewhere. The apply log records it with each event.
+#[pg_extern(stable, parallel_restricted)]
+pub fn applying_subscription() -> Option<pg_sys::Oid> {
+    // SAFETY: reads a backend-local global and the origin catalog.
+    let origin_name = unsafe {
+        let origin = pg_sys::replorigin_session_origin;
+        if origin == 0 {
+            return None;
+        }
+        let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
+        if !pg_sys::replorigin_by_oid(origin, true, &mut name) || name.is_null() {
+            return None;
+        }
+        CStr::from_ptr(name).to_string_lossy().into_owned()
+    };
+    let oid: u32 = origin_name.strip_prefix("pg_")?.parse().ok()?;
+    Some(pg_sys::Oid::from(oid))
+}
+
 /// What a failing replay does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Conflict {
@@ -45,20 +66,7 @@ impl Subscription {
     /// The subscription being applied, from the session's replication origin, which the apply
     /// worker names `pg_<subscription oid>`.
     pub fn of_this_worker() -> Option<Subscription> {
-        // SAFETY: reads a backend-local global and the origin catalog.
-        let origin_name = unsafe {
-            let origin = pg_sys::replorigin_session_origin;
-            if origin == 0 {
-                return None;
-            }
-            let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
-            if !pg_sys::replorigin_by_oid(origin, true, &mut name) || name.is_null() {
-                return None;
-            }
-            CStr::from_ptr(name).to_string_lossy().into_owned()
-        };
-        let oid: u32 = origin_name.strip_prefix("pg_")?.parse().ok()?;
-        let oid = pg_sys::Oid::from(oid);
+        let oid = applying_subscription()?;
         let name = Spi::get_one_with_args::<String>(
             "SELECT subname::text FROM pg_catalog.pg_subscription WHERE oid = $1",
             &[oid.into()],

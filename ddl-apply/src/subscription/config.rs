@@ -163,7 +163,8 @@ pub(crate) fn mark_events_ready(subid: pg_sys::Oid) {
     };
 }
 
-/// Deletes the rows of subscriptions that no longer exist (after DROP SUBSCRIPTION).
+/// Deletes the configuration and statistics rows of subscriptions that no longer exist (after
+/// DROP SUBSCRIPTION).
 pub(crate) fn forget_dropped() {
     let _owner = AsCatalogOwner::enter();
     forget_dropped_rows();
@@ -172,7 +173,9 @@ pub(crate) fn forget_dropped() {
 fn forget_dropped_rows() {
     Spi::run(
         "DELETE FROM ddl_sync.subscription_ddl d
-          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = d.subid)",
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = d.subid);
+         DELETE FROM ddl_sync.subscription_counters c
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid)",
     )
     .unwrap_or_else(|e| error!("ddl_sync: cannot clean ddl_sync.subscription_ddl: {e}"));
 }

@@ -3,29 +3,37 @@
 //!
 //! ```text
 //! ddl-dump [--proto-version N] [--streaming-parallel] [--format text|json] [--verify] [FILE|-]
+//! ddl-dump --follow CONNSTR --slot S --publication P [--option NAME=VALUE]... [--endpos LSN]
+//!          [--recvlogical PATH] [the options above, without FILE]
 //! ```
 //!
 //! The input is read as it arrives (`pg_recvlogical ... -f - | ddl-dump`), so each message is
-//! printed as soon as it is whole. Exit status: 0 done, 1 `--verify` found a message that does
-//! not re-encode to its bytes, 2 the input is cut short or invalid (or cannot be read), 64 usage.
+//! printed as soon as it is whole; `--follow` runs pg_recvlogical itself. Exit status: 0 done, 1
+//! `--verify` found a message that does not re-encode to its bytes, 2 the input is cut short or
+//! invalid (or cannot be read, or pg_recvlogical failed), 64 usage.
 
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Child, ExitCode, Stdio};
 
 use ddl_wire::{ProtocolContext, StreamDecoder, Streaming};
 
+#[path = "ddl-dump/follow.rs"]
+mod follow;
 #[path = "ddl-dump/render.rs"]
 mod render;
 #[path = "ddl-dump/show.rs"]
 mod show;
 
+use follow::Follow;
 use render::{At, Format, Printer};
 
 const USAGE: &str = "usage: ddl-dump [--proto-version N] [--streaming-parallel] \
-                     [--format text|json] [--verify] [FILE|-]";
+                     [--format text|json] [--verify] [FILE|-]
+       ddl-dump --follow CONNSTR --slot S --publication P [--option NAME=VALUE]... \
+                     [--endpos LSN] [--recvlogical PATH] [--proto-version N] ...";
 
 const HELP: &str = "\
 Prints the pgoutput messages of a pg_recvlogical output file (each message followed by one
@@ -34,6 +42,9 @@ as the DDL statements they carry.
 
 Reads FILE, or standard input when FILE is '-' or missing, as it arrives:
   pg_recvlogical -d db --slot s --start -o proto_version=1 -o publication_names=p -f - | ddl-dump -
+or, with --follow, runs that pg_recvlogical itself (with --no-loop) until it ends or is
+interrupted:
+  ddl-dump --follow 'dbname=db host=h' --slot s --publication p
 
 Options:
   --proto-version N     the proto_version the stream was started with (1 to 4, default 1);
@@ -41,11 +52,17 @@ Options:
   --streaming-parallel  the stream was started with streaming = parallel (proto_version 4)
   --format text|json    one line of text (default), or one JSON object, per message
   --verify              check that every message re-encodes to exactly its bytes
+  --follow CONNSTR      stream the slot of this database (a libpq connection string or name)
+  --slot S              the logical replication slot (plugin ddl_pgoutput or pgoutput)
+  --publication P       pgoutput's publication_names (repeat, or a comma-separated list)
+  --option NAME=VALUE   another pgoutput option, e.g. messages=true (repeatable)
+  --endpos LSN          stop once the stream reaches LSN, else run until interrupted
+  --recvlogical PATH    the pg_recvlogical to run (default: the one on PATH)
   -h, --help            this help
   -V, --version         the version
 
 Exit status: 0 done, 1 --verify found a difference, 2 the input is cut short, invalid or
-unreadable, 64 usage error.";
+unreadable, or pg_recvlogical failed, 64 usage error.";
 
 const EXIT_VERIFY: u8 = 1;
 const EXIT_INPUT: u8 = 2;
@@ -60,6 +77,8 @@ struct Options {
     verify: bool,
     /// `None` for standard input.
     path: Option<PathBuf>,
+    /// `--follow`: the slot to stream instead of a file.
+    follow: Option<Follow>,
 }
 
 #[derive(Debug)]
@@ -76,6 +95,9 @@ fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, Strin
     let mut verify = false;
     let mut path: Option<Option<PathBuf>> = None;
     let mut options_done = false;
+    let mut follow = Follow::default();
+    let mut following = false;
+    let mut follow_only = None;
     while let Some(arg) = args.next() {
         let text = arg.to_str();
         if options_done || text == Some("-") || !text.is_some_and(|t| t.starts_with('-')) {
@@ -130,6 +152,36 @@ fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, Strin
                     return Err("--format given twice".into());
                 }
             }
+            "--follow" => {
+                follow.connstr = value("a connection string")?;
+                following = true;
+            }
+            "--slot" | "--endpos" | "--recvlogical" | "--publication" | "--option" => {
+                let v = value(match name {
+                    "--slot" => "a slot name",
+                    "--endpos" => "an LSN",
+                    "--recvlogical" => "a program",
+                    "--publication" => "a publication name",
+                    _ => "NAME=VALUE",
+                })?;
+                let once = match name {
+                    "--slot" => follow.slot.replace(v).is_none(),
+                    "--endpos" => follow.endpos.replace(v).is_none(),
+                    "--recvlogical" => follow.program.replace(v.into()).is_none(),
+                    "--publication" => {
+                        follow.publications.push(v);
+                        true
+                    }
+                    _ => {
+                        follow.options.push(v);
+                        true
+                    }
+                };
+                if !once {
+                    return Err(format!("{name} given twice"));
+                }
+                follow_only.get_or_insert(name.to_owned());
+            }
             "--streaming-parallel" | "--verify" if inline.is_some() => {
                 return Err(format!("{name} takes no value"));
             }
@@ -138,12 +190,24 @@ fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, Strin
             _ => return Err(format!("unknown option '{text}'")),
         }
     }
+    let follow = if following {
+        follow.check()?;
+        if path.is_some() {
+            return Err("--follow reads the slot: no input file may be given".into());
+        }
+        Some(follow)
+    } else if let Some(name) = follow_only {
+        return Err(format!("{name} is an option of --follow"));
+    } else {
+        None
+    };
     Ok(Command::Dump(Options {
         proto_version: proto_version.unwrap_or(1),
         parallel,
         format: format.unwrap_or(Format::Text),
         verify,
         path: path.flatten(),
+        follow,
     }))
 }
 
@@ -378,6 +442,26 @@ fn at(offset: u64, number: u64) -> At {
     At { offset, number }
 }
 
+/// Ends the pg_recvlogical of `--follow`: after a dump that stopped early it is killed (its
+/// output is no longer read); after the end of its output, its failure is the dump's
+/// (`Some` exit code).
+fn finish(mut child: Child, dumped: bool) -> Option<ExitCode> {
+    if !dumped {
+        let _ = child.kill();
+    }
+    match child.wait() {
+        Ok(status) if dumped && !status.success() => {
+            report(&format!("pg_recvlogical failed ({status})"));
+            Some(ExitCode::from(EXIT_INPUT))
+        }
+        Ok(_) => None,
+        Err(e) => {
+            report(&format!("cannot wait for pg_recvlogical: {e}"));
+            Some(ExitCode::from(EXIT_INPUT))
+        }
+    }
+}
+
 /// Writes `ddl-dump: TEXT` to standard error; a closed standard error is ignored.
 fn report(text: &str) {
     let _ = writeln!(io::stderr().lock(), "ddl-dump: {text}");
@@ -411,9 +495,29 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let (name, mut input): (String, Box<dyn Read>) = match &options.path {
-        None => ("stdin".to_owned(), Box::new(io::stdin().lock())),
-        Some(path) => match File::open(path) {
+    let mut recvlogical = None;
+    let (name, mut input): (String, Box<dyn Read>) = match (&options.follow, &options.path) {
+        (Some(follow), _) => {
+            let mut cmd = follow.command(options.proto_version, options.parallel);
+            let spawned = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).spawn();
+            let mut child = match spawned {
+                Ok(child) => child,
+                Err(e) => {
+                    report(&format!(
+                        "cannot run {}: {e}",
+                        cmd.get_program().to_string_lossy()
+                    ));
+                    return ExitCode::from(EXIT_INPUT);
+                }
+            };
+            let Some(stdout) = child.stdout.take() else {
+                unreachable!("standard output is piped")
+            };
+            recvlogical = Some(child);
+            ("pg_recvlogical".to_owned(), Box::new(stdout))
+        }
+        (None, None) => ("stdin".to_owned(), Box::new(io::stdin().lock())),
+        (None, Some(path)) => match File::open(path) {
             Ok(file) => (path.display().to_string(), Box::new(file)),
             Err(e) => {
                 report(&format!("{}: {e}", path.display()));
@@ -428,6 +532,11 @@ fn main() -> ExitCode {
         out.flush()?;
         Ok(summary)
     });
+    if let Some(child) = recvlogical {
+        if let Some(code) = finish(child, result.is_ok()) {
+            return code;
+        }
+    }
     match result {
         Ok(summary) => {
             if options.verify {
@@ -523,6 +632,28 @@ mod tests {
             panic!()
         };
         assert_eq!(o.path, Some(PathBuf::from("--verify")));
+
+        let Ok(Command::Dump(o)) = args(&[
+            "--follow",
+            "dbname=db",
+            "--slot=s",
+            "--publication",
+            "p",
+            "--publication=q",
+            "--option",
+            "messages=true",
+            "--proto-version=2",
+        ]) else {
+            panic!()
+        };
+        let follow = o.follow.expect("--follow");
+        assert_eq!(
+            (follow.connstr.as_str(), follow.slot.as_deref()),
+            ("dbname=db", Some("s"))
+        );
+        assert_eq!(follow.publications, ["p", "q"]);
+        assert_eq!(follow.options, ["messages=true"]);
+        assert_eq!((o.path, o.proto_version), (None, 2));
     }
 
     #[test]
@@ -536,6 +667,19 @@ mod tests {
             (&["--verify=yes"][..], "takes no value"),
             (
                 &["--proto-version=1", "--proto-version=2"][..],
+                "given twice",
+            ),
+            (&["--slot", "s"][..], "--slot is an option of --follow"),
+            (
+                &["--follow", "db", "--publication", "p"][..],
+                "needs --slot",
+            ),
+            (
+                &["--follow", "db", "--slot", "s", "--publication=p", "f.bin"][..],
+                "no input file",
+            ),
+            (
+                &["--follow", "db", "--slot", "a", "--slot", "b"][..],
                 "given twice",
             ),
         ] {
