@@ -8,4 +8,249 @@
 -- function, copy its CREATE FUNCTION from the generated install script.
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
--- 0.2.0 changes no SQL object yet.
+-- ddl_sync.events names the subscription whose apply worker inserted each event.
+ALTER TABLE ddl_sync.events ADD COLUMN subid oid;
+COMMENT ON COLUMN ddl_sync.events.subid IS
+    'subscriber: the subscription whose apply worker inserted it (pg_subscription.oid)';
+
+-- Functions of ddl_sync.so (as pgrx writes them in the install script).
+CREATE  FUNCTION "applying_subscription"() RETURNS oid /* Option < pg_sys :: Oid > */
+STRICT STABLE PARALLEL RESTRICTED
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'applying_subscription_wrapper';
+
+CREATE  FUNCTION "reset_subscription_stats"(
+	"subscription" TEXT DEFAULT NULL /* Option < & str > */
+) RETURNS void
+VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'reset_subscription_stats_wrapper';
+
+CREATE  FUNCTION "subscription_errors"() RETURNS TABLE (
+	"subid" oid,  /* pg_sys :: Oid */
+	"errors" bigint,  /* i64 */
+	"last_error" TEXT,  /* String */
+	"last_error_at" timestamp with time zone  /* Option < TimestampWithTimeZone > */
+)
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'subscription_errors_wrapper';
+
+-- The replay trigger counts its outcomes and records the subscription.
+CREATE OR REPLACE FUNCTION ddl_sync.apply_event()
+RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    outcome record;
+BEGIN
+    -- Only a subscription's apply worker replays: anything else inserting here (a restore,
+    -- a mistaken INSERT) must never run the statement.
+    IF NOT pg_catalog.pg_replication_origin_session_is_setup() THEN
+        NEW.apply_status := 'refused';
+        NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
+        RETURN NEW;
+    END IF;
+    NEW.subid := ddl_sync.applying_subscription();
+    -- DDL that started here and came back around a cycle: already applied, by its author.
+    -- The same DDL through a second subscription: applied once.
+    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())
+       OR EXISTS (SELECT FROM ddl_sync.events e
+                  WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
+        RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
+            NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
+        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
+        RETURN NULL;
+    END IF;
+    SELECT * INTO outcome FROM ddl_sync.replay(
+        NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
+        NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
+        NEW.database_name);
+    NEW.apply_status := outcome.status;
+    NEW.apply_detail := outcome.detail;
+    NEW.apply_adapter := outcome.adapter;
+    NEW.applied_at := pg_catalog.clock_timestamp();
+    NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
+    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn);
+    RETURN NEW;
+END
+$$;
+
+-- The apply log shows the subscription (a new last column).
+CREATE OR REPLACE VIEW ddl_sync.apply_log AS
+SELECT e.applied_at, e.apply_status AS status, e.command_tag, e.object_identity,
+       e.sql, e.apply_detail AS detail, e.apply_adapter AS adapter, e.apply_duration AS duration,
+       e.role_name, e.origin_sysid, e.origin_lsn, s.subname AS subscription
+  FROM ddl_sync.events e
+  LEFT JOIN pg_catalog.pg_subscription s ON s.oid = e.subid
+ ORDER BY e.applied_at, e.origin_lsn;
+
+-- Statistics (sql/stats.sql, new in 0.2.0).
+-- Statistics: per publication on publishers, per subscription on subscribers (see the crate
+-- README, "Statistics", for what each number counts).
+
+-- Publishers. The counters are in ddl_pgoutput's shared memory (crate ddl-capture, module
+-- stats): captured and filtered are counted by the backends that run DDL when their
+-- transaction commits, emitted by the decoding sessions (walsenders) that send the events.
+CREATE FUNCTION ddl_sync.publication_counters()
+RETURNS TABLE (publication oid, captured int8, filtered int8, emitted int8,
+               last_captured_at timestamptz, last_emitted_at timestamptz,
+               last_emitted_lsn int8, stats_reset timestamptz)
+LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_publication_stats_wrapper';
+
+CREATE FUNCTION ddl_sync.publication_rule_counters()
+RETURNS TABLE (publication oid, "row" oid, rule int4, filtered int8)
+LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_publication_rule_stats_wrapper';
+
+CREATE FUNCTION ddl_sync.reset_publication_counters(publication oid)
+RETURNS void
+LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_reset_publication_stats_wrapper';
+
+-- One row per publication that has a DDL configuration.
+CREATE VIEW ddl_sync.publication_stats AS
+SELECT p.oid AS pubid, p.pubname AS publication,
+       coalesce(c.captured, 0) AS captured,
+       coalesce(c.filtered, 0) AS filtered,
+       coalesce(c.emitted, 0) AS emitted,
+       c.last_captured_at, c.last_emitted_at,
+       '0/0'::pg_catalog.pg_lsn + c.last_emitted_lsn::pg_catalog.numeric AS last_emitted_lsn,
+       c.stats_reset
+  FROM pg_catalog.pg_publication p
+  LEFT JOIN ddl_sync.publication_counters() c ON c.publication = p.oid
+ WHERE EXISTS (SELECT FROM ddl_sync.publication_sync s WHERE s.pfsyncpubid = p.oid);
+
+COMMENT ON VIEW ddl_sync.publication_stats IS
+    'Per publication: DDL statements captured for it, filtered by its rules, and emitted to decoding sessions';
+
+-- Which rule kept which statements from a publication: the row of publication_sync and, in
+-- it, the rule (by its number and its current text) or the row's kinds.
+CREATE VIEW ddl_sync.publication_rule_stats AS
+SELECT p.pubname AS publication, r."row" AS rule_row, cfg.level, cfg.target_type, cfg.target,
+       CASE WHEN r.rule >= 0 THEN r.rule END AS rule_number,
+       CASE
+           WHEN r."row" = 0 THEN 'no enabled row applies'
+           WHEN r.rule < 0 THEN 'ddl = ''' || cfg.ddl || ''''
+           ELSE (pg_catalog.string_to_array(pg_catalog.rtrim(cfg.rules, E'\n'), E'\n'))[r.rule + 1]
+       END AS rule,
+       r.filtered
+  FROM ddl_sync.publication_rule_counters() r
+  JOIN pg_catalog.pg_publication p ON p.oid = r.publication
+  LEFT JOIN ddl_sync.publication_ddl_config cfg ON cfg.rule = r."row";
+
+COMMENT ON VIEW ddl_sync.publication_rule_stats IS
+    'Per publication and rule: how many DDL statements the rule kept from the publication';
+
+CREATE FUNCTION ddl_sync.reset_publication_stats(publication text DEFAULT NULL)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    pubid oid;
+BEGIN
+    IF publication IS NOT NULL THEN
+        SELECT p.oid INTO pubid FROM pg_publication p WHERE p.pubname = publication;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'publication "%" does not exist', publication
+                USING ERRCODE = 'undefined_object';
+        END IF;
+    END IF;
+    PERFORM ddl_sync.reset_publication_counters(pubid);
+END
+$$;
+
+COMMENT ON FUNCTION ddl_sync.reset_publication_stats(text) IS
+    'Sets the DDL statistics of a publication (of every publication of this database when NULL) to zero';
+
+-- Subscribers. Counted in the apply worker's transaction by the apply trigger (apply.sql), so
+-- exactly as durable as the replay itself, and kept when the apply log is purged.
+CREATE TABLE ddl_sync.subscription_counters (
+    subid            oid PRIMARY KEY,
+    applied          int8 NOT NULL DEFAULT 0,
+    skipped          int8 NOT NULL DEFAULT 0,
+    refused          int8 NOT NULL DEFAULT 0,
+    failed           int8 NOT NULL DEFAULT 0,
+    duplicates       int8 NOT NULL DEFAULT 0,
+    last_applied_lsn pg_lsn,
+    last_applied_at  timestamptz,
+    last_error       text,
+    last_error_at    timestamptz,
+    stats_reset      timestamptz
+);
+REVOKE ALL ON ddl_sync.subscription_counters FROM PUBLIC;
+-- Node-local (see capture.sql): a FOR ALL TABLES publication of this node publishes it.
+CREATE TRIGGER subscription_counters_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.subscription_counters
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.subscription_counters ENABLE REPLICA TRIGGER subscription_counters_is_node_local;
+
+-- Counts one event of subscription sub: status is an apply status or 'duplicate'.
+CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    local_change text := current_setting('ddl_sync.local_change', true);
+    problem boolean := status IN ('refused', 'failed');
+BEGIN
+    IF sub IS NULL THEN
+        RETURN;
+    END IF;
+    -- The apply worker runs in replica mode: this row is ours, not a replicated one.
+    PERFORM set_config('ddl_sync.local_change', 'on', true);
+    INSERT INTO ddl_sync.subscription_counters AS c
+        (subid, applied, skipped, refused, failed, duplicates,
+         last_applied_lsn, last_applied_at, last_error, last_error_at)
+    VALUES (sub, (status = 'applied')::int, (status = 'skipped')::int,
+            (status = 'refused')::int, (status = 'failed')::int, (status = 'duplicate')::int,
+            CASE WHEN status = 'applied' THEN event_lsn END,
+            CASE WHEN status = 'applied' THEN clock_timestamp() END,
+            CASE WHEN problem THEN status || ': ' || coalesce(detail, '') END,
+            CASE WHEN problem THEN clock_timestamp() END)
+    ON CONFLICT (subid) DO UPDATE SET
+        applied = c.applied + excluded.applied,
+        skipped = c.skipped + excluded.skipped,
+        refused = c.refused + excluded.refused,
+        failed = c.failed + excluded.failed,
+        duplicates = c.duplicates + excluded.duplicates,
+        last_applied_lsn = coalesce(excluded.last_applied_lsn, c.last_applied_lsn),
+        last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
+        last_error = coalesce(excluded.last_error, c.last_error),
+        last_error_at = coalesce(excluded.last_error_at, c.last_error_at);
+    PERFORM set_config('ddl_sync.local_change', coalesce(local_change, 'off'), true);
+END
+$$;
+REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn) FROM PUBLIC;
+
+-- One row per subscription of this database. errors and last_error also count the failures
+-- under ddl_conflict = 'error', which roll back and are retried (from shared memory: with
+-- ddl_sync preloaded, until the server restarts).
+CREATE VIEW ddl_sync.subscription_stats AS
+SELECT s.oid AS subid, s.subname AS subscription,
+       coalesce(c.applied, 0) AS applied,
+       coalesce(c.skipped, 0) AS skipped,
+       coalesce(c.refused, 0) AS refused,
+       coalesce(c.failed, 0) AS failed,
+       coalesce(c.duplicates, 0) AS duplicates,
+       coalesce(e.errors, 0) AS errors,
+       c.last_applied_lsn, c.last_applied_at,
+       CASE WHEN e.last_error_at >= c.last_error_at OR c.last_error_at IS NULL
+            THEN coalesce(e.last_error, c.last_error) ELSE c.last_error END AS last_error,
+       GREATEST(e.last_error_at, c.last_error_at) AS last_error_at,
+       c.stats_reset
+  FROM pg_catalog.pg_subscription s
+  LEFT JOIN ddl_sync.subscription_counters c ON c.subid = s.oid
+  LEFT JOIN ddl_sync.subscription_errors() e ON e.subid = s.oid
+ WHERE s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d
+                     WHERE d.datname = pg_catalog.current_database());
+
+COMMENT ON VIEW ddl_sync.subscription_stats IS
+    'Per subscription: DDL events applied, skipped, refused, failed, duplicates, replay errors, the last applied and the last error';
+
+-- Privileges of the new objects (sql/privileges.sql).
+GRANT SELECT ON TABLE ddl_sync.publication_stats, ddl_sync.publication_rule_stats TO PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_publication_stats(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_publication_counters(oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.reset_subscription_stats(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
