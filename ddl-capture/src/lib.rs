@@ -25,6 +25,7 @@ mod hook;
 mod publication;
 pub mod rules;
 mod statement;
+pub mod text;
 mod trigger;
 
 pub use crate::hook::install as install_hook;
