@@ -73,9 +73,17 @@ fn node_local(block: &str) -> bool {
 
 /// Panics, showing the differences, unless both nodes' [`schema`] are equal.
 pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
+    if let Some(difference) = schema_difference(publisher, subscriber) {
+        panic!("{difference}");
+    }
+}
+
+/// `None` when both nodes' [`schema`] are equal, else the blocks only one side has (at most
+/// eight of each).
+pub fn schema_difference(publisher: &Cluster, subscriber: &Cluster) -> Option<String> {
     let (a, b) = (schema(publisher), schema(subscriber));
     if a == b {
-        return;
+        return None;
     }
     let only = |x: &[String], y: &[String]| -> String {
         x.iter()
@@ -85,14 +93,14 @@ pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
             .collect::<Vec<_>>()
             .join("")
     };
-    panic!(
+    Some(format!(
         "pg_dump differs ({} blocks on the publisher, {} on the subscriber)\n\
          === only on the publisher ===\n{}\n=== only on the subscriber ===\n{}",
         a.len(),
         b.len(),
         only(&a, &b),
         only(&b, &a)
-    );
+    ))
 }
 
 /// For every ordinary table outside the system schemas and `ddl_sync`: its row count and the md5
@@ -128,8 +136,24 @@ pub fn rows(pg: &Cluster) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Panics unless both nodes have the same tables with the same rows (see [`rows`]).
+/// Panics unless both nodes have the same tables with the same rows (see [`rows`]); returns the
+/// publisher's checksums.
 pub fn assert_same_rows(publisher: &Cluster, subscriber: &Cluster) -> BTreeMap<String, String> {
+    match compare_rows(publisher, subscriber) {
+        Ok(sums) => sums,
+        Err(difference) => panic!("{difference}"),
+    }
+}
+
+/// `None` when both nodes have the same tables with the same rows, else the tables that differ.
+pub fn rows_difference(publisher: &Cluster, subscriber: &Cluster) -> Option<String> {
+    compare_rows(publisher, subscriber).err()
+}
+
+fn compare_rows(
+    publisher: &Cluster,
+    subscriber: &Cluster,
+) -> Result<BTreeMap<String, String>, String> {
     let (a, b) = (rows(publisher), rows(subscriber));
     let differing: Vec<String> = a
         .keys()
@@ -137,12 +161,11 @@ pub fn assert_same_rows(publisher: &Cluster, subscriber: &Cluster) -> BTreeMap<S
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| format!("{k}: publisher {:?}, subscriber {:?}", a.get(k), b.get(k)))
         .collect();
-    assert!(
-        differing.is_empty(),
-        "rows differ:\n{}",
-        differing.join("\n")
-    );
-    a
+    if differing.is_empty() {
+        Ok(a)
+    } else {
+        Err(format!("rows differ:\n{}", differing.join("\n")))
+    }
 }
 
 /// Panics listing the subscriber's apply log rows that are not `applied`.
