@@ -50,7 +50,7 @@ impl Row {
             // SAFETY: the column is of type text; the copy lives in the call's memory context.
             unsafe {
                 let s = pg_sys::text_to_cstring(d.cast_mut_ptr());
-                CStr::from_ptr(s).to_string_lossy().into_owned()
+                crate::text::utf8(CStr::from_ptr(s))
             }
         })
     }

@@ -46,8 +46,8 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     let target = Target {
         class_id: u32::from(pg_sys::RelationRelationId),
         object_id: 0,
-        schema: schema.to_string_lossy().into_owned(),
-        identity: CStr::from_ptr(identity).to_string_lossy().into_owned(),
+        schema: crate::text::utf8(schema),
+        identity: crate::text::utf8(CStr::from_ptr(identity)),
         object_type: "table".into(),
         temporary,
         sql: None,

@@ -28,6 +28,7 @@ mod publication;
 pub mod rules;
 mod statement;
 pub mod stats;
+pub mod text;
 mod trigger;
 
 pub use crate::hook::install as install_hook;

@@ -354,16 +354,22 @@ fn is_system_schema(schema: &str) -> bool {
 }
 
 unsafe fn namespace_oid(schema: &str) -> u32 {
-    match std::ffi::CString::new(schema) {
-        Ok(name) if !schema.is_empty() => u32::from(pg_sys::get_namespace_oid(name.as_ptr(), true)),
-        _ => 0,
+    if schema.is_empty() {
+        return 0;
+    }
+    // The name went to UTF-8 for the record; the catalog has it in the database encoding.
+    let (name, len) = crate::text::in_server_encoding(schema);
+    let name = std::slice::from_raw_parts(name.cast::<u8>(), len);
+    match std::ffi::CString::new(name) {
+        Ok(name) => u32::from(pg_sys::get_namespace_oid(name.as_ptr(), true)),
+        Err(_) => 0,
     }
 }
 
 /// The statement's text in UTF-8 (records are UTF-8 whatever the server encoding).
 unsafe fn statement_text(s: &Statement) -> String {
     let query = CStr::from_ptr(s.query);
-    let whole = to_utf8(query);
+    let whole = crate::text::utf8(query);
     // stmt_location/len count bytes of the server-encoded string: cut before converting.
     let bytes = query.to_bytes();
     let start = usize::try_from(s.location).unwrap_or(0).min(bytes.len());
@@ -375,13 +381,7 @@ unsafe fn statement_text(s: &Statement) -> String {
         return statement::cut(&whole, -1, 0).to_string();
     }
     let part = std::ffi::CString::new(&bytes[start..end]).unwrap_or_default();
-    statement::cut(&to_utf8(&part), -1, 0).to_string()
-}
-
-unsafe fn to_utf8(s: &CStr) -> String {
-    let len = s.to_bytes().len() as i32;
-    let converted = pg_sys::pg_server_to_any(s.as_ptr(), len, pg_sys::pg_enc::PG_UTF8 as i32);
-    CStr::from_ptr(converted).to_string_lossy().into_owned()
+    statement::cut(&crate::text::utf8(&part), -1, 0).to_string()
 }
 
 /// Who ran the statement, and how the session was set up.
@@ -399,7 +399,7 @@ impl Session {
             if p.is_null() {
                 String::new()
             } else {
-                CStr::from_ptr(p).to_string_lossy().into_owned()
+                crate::text::utf8(CStr::from_ptr(p))
             }
         };
         // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.

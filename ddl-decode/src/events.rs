@@ -102,12 +102,7 @@ unsafe fn form_tuple(
         if attr.attisdropped {
             continue;
         }
-        let text = |s: &str| {
-            pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(
-                s.as_ptr().cast(),
-                s.len() as i32,
-            ))
-        };
+        let text = |s: &str| server_text(s);
         let value = match CStr::from_ptr(attr.attname.data.as_ptr()).to_bytes() {
             b"lsn" => pg_sys::Datum::from(lsn),
             b"origin_sysid" => pg_sys::Datum::from(record.origin.original_sysid as i64),
@@ -131,6 +126,14 @@ unsafe fn form_tuple(
         nulls[i] = false;
     }
     pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr())
+}
+
+/// A `text` datum of `s` (UTF-8, as records are) in the database's encoding: pgoutput sends
+/// text columns from the server encoding to the client's, so UTF-8 bytes left as they are in a
+/// LATIN1 database would reach a UTF-8 subscriber encoded twice (`café` as `cafÃ©`).
+unsafe fn server_text(s: &str) -> pg_sys::Datum {
+    let (text, len) = ddl_capture::text::in_server_encoding(s);
+    pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(text, len as i32))
 }
 
 /// Copies `tuple` into a reorder buffer tuple, as DecodeXLogTuple() would have made it.

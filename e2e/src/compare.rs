@@ -79,18 +79,34 @@ fn node_local(block: &str) -> bool {
 
 /// Panics, showing the differences, unless both nodes' [`schema`] are equal.
 pub fn assert_same_schema(publisher: &Cluster, subscriber: &Cluster) {
-    assert_same_blocks(
+    if let Some(difference) = schema_difference(publisher, subscriber) {
+        panic!("{difference}");
+    }
+}
+
+/// `None` when both nodes' [`schema`] are equal, else the blocks only one side has (at most
+/// eight of each).
+pub fn schema_difference(publisher: &Cluster, subscriber: &Cluster) -> Option<String> {
+    blocks_difference(
         ("the publisher", &schema(publisher)),
         ("the subscriber", &schema(subscriber)),
-    );
+    )
 }
 
 /// Panics, showing the blocks only one side has (at most 8 each), unless both lists of dump
 /// blocks are equal; each side is named for the message.
 pub fn assert_same_blocks(a: (&str, &[String]), b: (&str, &[String])) {
+    if let Some(difference) = blocks_difference(a, b) {
+        panic!("{difference}");
+    }
+}
+
+/// `None` when both lists of dump blocks are equal, else the blocks only one side has (at most
+/// eight of each); each side is named for the message.
+fn blocks_difference(a: (&str, &[String]), b: (&str, &[String])) -> Option<String> {
     let ((a_name, a), (b_name, b)) = (a, b);
     if a == b {
-        return;
+        return None;
     }
     let only = |x: &[String], y: &[String]| -> String {
         x.iter()
@@ -100,14 +116,14 @@ pub fn assert_same_blocks(a: (&str, &[String]), b: (&str, &[String])) {
             .collect::<Vec<_>>()
             .join("")
     };
-    panic!(
+    Some(format!(
         "pg_dump differs ({} blocks on {a_name}, {} on {b_name})\n\
          === only on {a_name} ===\n{}\n=== only on {b_name} ===\n{}",
         a.len(),
         b.len(),
         only(a, b),
         only(b, a)
-    );
+    ))
 }
 
 /// For every ordinary table outside the system schemas and `ddl_sync`: its row count and the md5
@@ -143,8 +159,24 @@ pub fn rows(pg: &Cluster) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Panics unless both nodes have the same tables with the same rows (see [`rows`]).
+/// Panics unless both nodes have the same tables with the same rows (see [`rows`]); returns the
+/// publisher's checksums.
 pub fn assert_same_rows(publisher: &Cluster, subscriber: &Cluster) -> BTreeMap<String, String> {
+    match compare_rows(publisher, subscriber) {
+        Ok(sums) => sums,
+        Err(difference) => panic!("{difference}"),
+    }
+}
+
+/// `None` when both nodes have the same tables with the same rows, else the tables that differ.
+pub fn rows_difference(publisher: &Cluster, subscriber: &Cluster) -> Option<String> {
+    compare_rows(publisher, subscriber).err()
+}
+
+fn compare_rows(
+    publisher: &Cluster,
+    subscriber: &Cluster,
+) -> Result<BTreeMap<String, String>, String> {
     let (a, b) = (rows(publisher), rows(subscriber));
     let differing: Vec<String> = a
         .keys()
@@ -152,12 +184,11 @@ pub fn assert_same_rows(publisher: &Cluster, subscriber: &Cluster) -> BTreeMap<S
         .filter(|k| a.get(*k) != b.get(*k))
         .map(|k| format!("{k}: publisher {:?}, subscriber {:?}", a.get(k), b.get(k)))
         .collect();
-    assert!(
-        differing.is_empty(),
-        "rows differ:\n{}",
-        differing.join("\n")
-    );
-    a
+    if differing.is_empty() {
+        Ok(a)
+    } else {
+        Err(format!("rows differ:\n{}", differing.join("\n")))
+    }
 }
 
 /// Panics listing the subscriber's apply log rows that are not `applied`.

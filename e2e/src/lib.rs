@@ -4,11 +4,14 @@
 #![deny(missing_docs)]
 
 pub mod compare;
+pub mod contention;
+pub mod faults;
+pub mod hostile;
 pub mod pgtree;
 pub mod readme;
 mod replication;
 
-pub use replication::{ddl_subscriber, query, subscribe, wait_caught_up};
+pub use replication::{ddl_subscriber, query, subscribe, subscribe_in, wait_caught_up};
 
 use ddl_testkit::{Cluster, ClusterBuilder};
 
@@ -420,6 +423,14 @@ impl<'a> Session<'a> {
     /// Sends `sql` and waits (at most 60 s) until the session has run all of it and waits for
     /// more (idle, or idle in a transaction).
     pub fn run(&mut self, sql: &str) {
+        if let Err(e) = self.try_run(sql) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`run`](Session::run), but psql exiting (at an ERROR) is returned, with its stderr,
+    /// instead of a panic; the session is closed then.
+    pub fn try_run(&mut self, sql: &str) -> Result<(), String> {
         use std::io::Write;
         self.step += 1;
         let marker = format!("SELECT 'step {}'", self.step);
@@ -437,10 +448,14 @@ impl<'a> Session<'a> {
         let what = format!("session {} to run step {}: {sql}", self.name, self.step);
         wait_for(&what, std::time::Duration::from_secs(60), || {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("{what}: psql exited ({status}):\n{}", self.stderr());
+                self.stdin = None;
+                return Ok(Err(format!(
+                    "{what}: psql exited ({status}):\n{}",
+                    self.stderr()
+                )));
             }
             match self.pg.psql("postgres", &query) {
-                Ok(state) if state.starts_with("idle") => Ok(()),
+                Ok(state) if state.starts_with("idle") => Ok(Ok(())),
                 Ok(state) => Err(format!(
                     "state {state:?}; sessions: {:?}",
                     self.pg.psql(

@@ -36,16 +36,27 @@ pub fn subscribe(
     ddl: &str,
     conflict: &str,
 ) {
-    query(
-        node,
-        &format!(
-            "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
-                 WITH (create_slot = false, slot_name = '{slot}', copy_data = false, enabled = false);
-             SELECT ddl_sync.set_subscription_ddl('{name}', '{ddl}', '{conflict}');
-             ALTER SUBSCRIPTION {name} ENABLE;",
-            from.connstr("postgres")
-        ),
+    subscribe_in(node, from, "postgres", name, slot, ddl, conflict);
+}
+
+/// [`subscribe`] in database `db` of both nodes.
+pub fn subscribe_in(
+    node: &Cluster,
+    from: &Cluster,
+    db: &str,
+    name: &str,
+    slot: &str,
+    ddl: &str,
+    conflict: &str,
+) {
+    let sql = format!(
+        "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
+             WITH (create_slot = false, slot_name = '{slot}', copy_data = false, enabled = false);
+         SELECT ddl_sync.set_subscription_ddl('{name}', '{ddl}', '{conflict}');
+         ALTER SUBSCRIPTION {name} ENABLE;",
+        from.connstr(db)
     );
+    node.psql(db, &sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
 /// Waits until subscription `name` of `subscriber` has applied and confirmed everything

@@ -1,9 +1,10 @@
 //! DDL replay on a native subscriber: the statements run inside the apply worker's transaction,
-//! in order with the rows, and nothing a publisher sends can make the subscriber run what it did
-//! not agree to.
+//! in order with the rows. What a publisher may send that it should not (hostile rows and
+//! messages) is in `hostile.rs`, with the rest of the bad-input cases.
 
+use ddl_e2e::hostile::send_event;
 use ddl_e2e::{ddl_publisher, ddl_subscriber, query, subscribe, wait_for};
-use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
+use ddl_testkit::{Cluster, TempDir};
 use std::process::Command;
 use std::time::Duration;
 
@@ -151,108 +152,6 @@ fn tables_made_from_queries_get_the_publishers_rows_once() {
     assert_eq!(query(&subscriber, "SELECT n FROM counted"), "6");
 }
 
-/// Inserts a hand-made event into the publisher's ddl_sync.events: it travels like any row.
-fn hostile(publisher: &Cluster, n: u32, kind: &str, tag: &str, sql: &str) {
-    send_event(publisher, n, "postgres", kind, tag, sql);
-}
-
-/// [`hostile`] in any dialect.
-fn send_event(publisher: &Cluster, n: u32, dialect: &str, kind: &str, tag: &str, sql: &str) {
-    query(
-        publisher,
-        &format!(
-            "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
-                 kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
-                 role_name, session_user_name, database_name)
-             VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', '{dialect}', '{tag}', 'public',
-                 'public.t', $sql${sql}$sql$, 'public', 'postgres', 'postgres', 'postgres')"
-        ),
-    );
-}
-
-#[test]
-fn hostile_rows_are_refused_with_the_reason_and_replication_goes_on() {
-    let (publisher, subscriber) = pair("replay-hostile", "table, index", "error");
-    hostile(
-        &publisher,
-        1,
-        "table",
-        "DROP TABLE",
-        "DROP TABLE t; CREATE TABLE pwned (a int)",
-    );
-    hostile(
-        &publisher,
-        2,
-        "table",
-        "CREATE TABLE",
-        "CREATE FUNCTION pwned() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-    );
-    hostile(
-        &publisher,
-        3,
-        "table",
-        "ALTER SYSTEM",
-        "ALTER SYSTEM SET work_mem = '1GB'",
-    );
-    hostile(
-        &publisher,
-        4,
-        "table",
-        "CREATE ROLE",
-        "CREATE ROLE pwned SUPERUSER",
-    );
-    hostile(
-        &publisher,
-        5,
-        "function",
-        "CREATE FUNCTION",
-        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
-    );
-    query(
-        &publisher,
-        "CREATE TABLE after_hostile (id int PRIMARY KEY); INSERT INTO after_hostile VALUES (1);",
-    );
-    let log = wait_log(&subscriber, &publisher, 6);
-    let expect = [
-        ("refused|DROP TABLE|", "holds 2 statements"),
-        (
-            "refused|CREATE TABLE|",
-            "the row claims CREATE TABLE, but the statement is CREATE FUNCTION",
-        ),
-        ("refused|ALTER SYSTEM|", "never replicated"),
-        ("refused|CREATE ROLE|", "never replicated"),
-        (
-            "refused|CREATE FUNCTION|",
-            "kind function is not replayed by subscription \"sub\"",
-        ),
-        ("applied|CREATE TABLE|", ""),
-    ];
-    for (line, (prefix, reason)) in log.iter().zip(expect) {
-        assert!(
-            line.starts_with(prefix) && line.contains(reason),
-            "{line:?} should be {prefix}...{reason}\n{log:#?}"
-        );
-    }
-    wait_for("the row after the hostile events", TIMEOUT, || {
-        let n = query(&subscriber, "SELECT count(*) FROM after_hostile");
-        if n == "1" {
-            Ok(())
-        } else {
-            Err(n)
-        }
-    });
-    assert_eq!(
-        query(
-            &subscriber,
-            "SELECT (SELECT count(*) FROM pg_class WHERE relname = 't') || ' '
-                 || (SELECT count(*) FROM pg_proc WHERE proname IN ('pwned', 'f')) || ' '
-                 || (SELECT count(*) FROM pg_roles WHERE rolname = 'pwned') || ' '
-                 || current_setting('work_mem')"
-        ),
-        "1 0 0 4MB"
-    );
-}
-
 #[test]
 fn skip_policy_records_the_failure_and_goes_on() {
     let (publisher, subscriber) = pair("replay-skip", "all", "skip");
@@ -278,34 +177,6 @@ fn skip_policy_records_the_failure_and_goes_on() {
             Err(n)
         }
     });
-}
-
-#[test]
-fn an_insert_outside_an_apply_worker_replays_nothing() {
-    let subscriber = ClusterBuilder::new()
-        .name("replay-local")
-        .build()
-        .expect("cluster");
-    query(&subscriber, "CREATE EXTENSION ddl_sync");
-    query(
-        &subscriber,
-        "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
-             kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
-             role_name, session_user_name, database_name)
-         VALUES ('0/1', 1, '0/1', 1, true, false, 'table', 'postgres', 'CREATE TABLE', 'public',
-             'public.x', 'CREATE TABLE x (a int)', 'public', 'postgres', 'postgres', 'postgres')",
-    );
-    assert_eq!(
-        query(&subscriber, "SELECT apply_status FROM ddl_sync.events"),
-        "refused"
-    );
-    assert_eq!(
-        query(
-            &subscriber,
-            "SELECT count(*) FROM pg_class WHERE relname = 'x'"
-        ),
-        "0"
-    );
 }
 
 /// Compiles e2e/c/ddl_sync_test_adapter.c, a dialect adapter in its own extension library,

@@ -8,6 +8,7 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// How many times `build` picks a new port when the chosen one was taken before the server bound it.
 const PORT_ATTEMPTS: usize = 5;
@@ -15,6 +16,8 @@ const PORT_ATTEMPTS: usize = 5;
 const LOG_LINES_IN_ERRORS: usize = 30;
 /// How long pg_ctl waits for a start or stop (seconds); generous because test machines are busy.
 const PG_CTL_WAIT_SECS: &str = "120";
+/// How long killed server processes may take to be gone (reaped by whoever adopted them).
+const KILL_WAIT: Duration = Duration::from_secs(60);
 
 /// Settings for throwaway clusters; [`build`](ClusterBuilder::build) makes one, and can be called
 /// again for another with the same settings.
@@ -241,11 +244,7 @@ impl Cluster {
     /// TCP, usable by psql, pg_recvlogical, libpq clients and `CREATE SUBSCRIPTION ... CONNECTION`
     /// on another cluster of the same machine.
     pub fn connstr(&self, db: &str) -> String {
-        format!(
-            "host=127.0.0.1 port={} user=postgres dbname={}",
-            self.port,
-            quote_conninfo(db)
-        )
+        self.client().connstr(db)
     }
 
     /// The path of a program in the PostgreSQL bindir (`bin("pgbench")`).
@@ -255,49 +254,24 @@ impl Cluster {
 
     /// `psql -X -q -A -t -v ON_ERROR_STOP=1 -d <connstr(db)>`, for running it your own way.
     pub fn psql_command(&self, db: &str) -> Command {
-        let mut cmd = Command::new(self.bin("psql"));
-        cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
-            .arg(self.connstr(db));
-        cmd
+        self.client().psql_command(db)
     }
 
     /// Runs `sql` (one or more statements, fed on stdin) in database `db` and returns the
     /// unaligned, tuples-only output (`|` between columns, one row a line, no trailing newline).
     /// Stops at the first error; the error carries psql's stderr.
     pub fn psql(&self, db: &str, sql: &str) -> Result<String, Error> {
-        let mut cmd = self.psql_command(db);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| Error::new(ErrorKind::Command, format!("cannot start psql: {e}")))?;
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let script = sql.to_string();
-        // A thread writes, so a script with much output cannot deadlock on full pipes.
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(script.as_bytes());
-        });
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::io("cannot wait for psql", e))?;
-        let _ = writer.join();
-        if !out.status.success() {
-            return Err(Error::new(
-                ErrorKind::Sql,
-                format!(
-                    "psql on {} (database {db}) failed ({}):\n{}",
-                    self.name,
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr).trim_end()
-                ),
-            ));
+        self.client().psql(db, sql)
+    }
+
+    /// A psql client of this cluster that does not borrow it: for a thread that keeps working
+    /// while the cluster is stopped, killed and started again (its calls fail meanwhile).
+    pub fn client(&self) -> Client {
+        Client {
+            name: self.name.clone(),
+            psql: self.bin("psql"),
+            port: self.port,
         }
-        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-        while text.ends_with('\n') {
-            text.pop();
-        }
-        Ok(text)
     }
 
     /// A pg_recvlogical runner for slot `slot` in database `db` (plugin `pgoutput` by default).
@@ -352,6 +326,27 @@ impl Cluster {
         Ok(())
     }
 
+    /// Kills the server the way a crash does: every process of it gets SIGKILL, so none of them
+    /// runs another instruction (no shutdown checkpoint, no `quickdie`, no last message to a
+    /// client), and the next [`start`](Cluster::start) runs crash recovery. Unlike
+    /// [`StopMode::Immediate`] (SIGQUIT, which the processes handle) and unlike a SIGKILL of the
+    /// postmaster alone (its backends would go on running, and committing, until they notice).
+    ///
+    /// The postmaster is stopped (SIGSTOP) first so that it forks nothing new, then its children
+    /// and it are killed; returns once all of them are gone (reaped, so that the next start does
+    /// not find the old postmaster's PID alive). Files the server wrote and the OS holds are
+    /// kept: this is a crash of the processes, not of the machine.
+    pub fn kill(&mut self) -> Result<(), Error> {
+        let postmaster = os::postmaster_pid(&self.data)?;
+        os::signal(&[postmaster], "STOP")?;
+        let mut victims = os::children(postmaster);
+        victims.push(postmaster);
+        os::signal(&victims, "KILL")?;
+        os::wait_gone(&victims, KILL_WAIT)?;
+        self.running = false;
+        Ok(())
+    }
+
     /// Fast stop, then start on the same port (e.g. after changing postgresql.conf).
     pub fn restart(&mut self) -> Result<(), Error> {
         self.stop(StopMode::Fast)?;
@@ -387,6 +382,70 @@ impl Drop for Cluster {
         if self.running {
             let _ = self.stop(StopMode::Immediate);
         }
+    }
+}
+
+/// What [`Cluster::client`] returns: psql against the cluster's port, owned, `Send`.
+#[derive(Debug, Clone)]
+pub struct Client {
+    name: String,
+    psql: PathBuf,
+    port: u16,
+}
+
+impl Client {
+    /// See [`Cluster::connstr`].
+    pub fn connstr(&self, db: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={}",
+            self.port,
+            quote_conninfo(db)
+        )
+    }
+
+    /// See [`Cluster::psql_command`].
+    pub fn psql_command(&self, db: &str) -> Command {
+        let mut cmd = Command::new(&self.psql);
+        cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d"])
+            .arg(self.connstr(db));
+        cmd
+    }
+
+    /// See [`Cluster::psql`].
+    pub fn psql(&self, db: &str, sql: &str) -> Result<String, Error> {
+        let mut cmd = self.psql_command(db);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| Error::new(ErrorKind::Command, format!("cannot start psql: {e}")))?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let script = sql.to_string();
+        // A thread writes, so a script with much output cannot deadlock on full pipes.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(script.as_bytes());
+        });
+        let out = child
+            .wait_with_output()
+            .map_err(|e| Error::io("cannot wait for psql", e))?;
+        let _ = writer.join();
+        if !out.status.success() {
+            return Err(Error::new(
+                ErrorKind::Sql,
+                format!(
+                    "psql on {} (database {db}) failed ({}):\n{}",
+                    self.name,
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr).trim_end()
+                ),
+            ));
+        }
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        Ok(text)
     }
 }
 

@@ -39,7 +39,7 @@ mod recvlogical;
 mod tempdir;
 
 pub use crate::{
-    cluster::{Cluster, ClusterBuilder, StopMode},
+    cluster::{Client, Cluster, ClusterBuilder, StopMode},
     error::{Error, ErrorKind},
     recvlogical::RecvLogical,
     tempdir::TempDir,

@@ -192,3 +192,72 @@ pub(crate) fn default_bindir() -> PathBuf {
         .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
         .unwrap_or(debian)
 }
+
+/// The postmaster's PID, from the first line of `data/postmaster.pid`.
+pub(crate) fn postmaster_pid(data: &Path) -> Result<u32, Error> {
+    let file = data.join("postmaster.pid");
+    let text = std::fs::read_to_string(&file)
+        .map_err(|e| Error::io(format_args!("cannot read {}", file.display()), e))?;
+    text.lines()
+        .next()
+        .and_then(|l| l.trim().parse().ok())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Command,
+                format!("no PID on the first line of {}", file.display()),
+            )
+        })
+}
+
+/// The processes whose parent is `parent`, from /proc (a PID that exits meanwhile is skipped).
+pub(crate) fn children(parent: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| proc_stat(pid).is_some_and(|(_, ppid)| ppid == parent))
+        .collect()
+}
+
+/// (state, parent PID) of a process from /proc/PID/stat; `None` once it is gone. The command
+/// name in parentheses may hold spaces and parentheses: the fields start after the last ')'.
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+/// Sends `SIG<name>` to every PID with kill(1) (std has no kill(2) but for children). A PID
+/// that has exited meanwhile makes kill(1) fail: that is not an error here, the caller checks
+/// the outcome (see [`wait_gone`]).
+pub(crate) fn signal(pids: &[u32], name: &str) -> Result<(), Error> {
+    let mut cmd = Command::new("kill");
+    cmd.arg(format!("-{name}"))
+        .args(pids.iter().map(u32::to_string));
+    output(&mut cmd).map(|_| ())
+}
+
+/// Waits until none of `pids` exists any more (a zombie still does: a new postmaster would take
+/// its PID in postmaster.pid for a live server).
+pub(crate) fn wait_gone(pids: &[u32], timeout: Duration) -> Result<(), Error> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left: Vec<u32> = pids
+            .iter()
+            .copied()
+            .filter(|&p| proc_stat(p).is_some())
+            .collect();
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::new(
+                ErrorKind::Command,
+                format!("killed server processes {left:?} still exist after {timeout:?}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -160,6 +160,39 @@ fn stop_start_and_crash_recovery_keep_data_and_port() {
 }
 
 #[test]
+fn kill_leaves_no_process_and_the_next_start_recovers() {
+    let mut pg = ClusterBuilder::new().name("kill").build().unwrap();
+    pg.psql(
+        "postgres",
+        "CREATE TABLE t (id int); INSERT INTO t VALUES (1);",
+    )
+    .unwrap();
+    let pidfile = std::fs::read_to_string(pg.data_dir().join("postmaster.pid")).unwrap();
+    let mut pids: Vec<String> = pg
+        .psql("postgres", "SELECT pid FROM pg_stat_activity")
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    pids.extend(pidfile.lines().next().map(str::to_string));
+    assert!(pids.len() > 3, "{pids:?}");
+    pg.kill().unwrap();
+    for pid in &pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "server process {pid} survived"
+        );
+    }
+    assert!(pg.psql("postgres", "SELECT 1").is_err());
+    pg.start().unwrap();
+    assert_eq!(pg.psql("postgres", "SELECT count(*) FROM t").unwrap(), "1");
+    // No shutdown of any kind ran: the log goes straight from running to recovery.
+    let log = pg.log_tail(200);
+    assert!(!log.contains("shutdown request"), "{log}");
+    assert!(log.contains("database system was interrupted"), "{log}");
+}
+
+#[test]
 fn pg_recvlogical_streams_to_a_file_until_endpos() {
     let pg = ClusterBuilder::new().name("recv").build().unwrap();
     pg.psql(

@@ -16,6 +16,8 @@
 //! cargo xtask bench decode          ddl_pgoutput against pgoutput on the same WAL -> BENCHMARKS.md
 //! cargo xtask bench capture         DDL latency and TPS with the capture hook -> BENCHMARKS.md
 //! cargo xtask bench apply           a migration's apply time and DML lag on a subscriber -> BENCHMARKS.md
+//! cargo xtask reliability [--trials N] [--seed S]
+//!                                   kill -9, hostile inputs and lock contention -> RELIABILITY.md
 //! ```
 
 mod bench;
@@ -24,6 +26,8 @@ mod demo;
 mod golden;
 mod install;
 mod package;
+mod reliability;
+mod report;
 mod setup;
 mod test;
 
@@ -34,7 +38,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>>";
+    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>|reliability [--trials N] [--seed S]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +51,7 @@ fn main() -> ExitCode {
         ["install", rest @ ..] => install::run(rest),
         ["golden", rest @ ..] => golden::run(rest),
         ["bench", rest @ ..] => bench::run(rest),
+        ["reliability", rest @ ..] => reliability::run(rest),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())

@@ -9,6 +9,7 @@
 //! and the subscription owner may become it), through the adapter of its SQL dialect, and every
 //! setting is restored after, also on error.
 
+mod activity;
 #[cfg(any(test, feature = "pg_test"))]
 mod adapter_tests;
 mod adapters;
@@ -129,7 +130,9 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     // The capture (when this node publishes DDL too) records the statement as forwarded, with
     // the origin it came from, so the next node of a cascade keys it the same way.
     host::set_replay_origin(&event.origin);
+    let activity = activity::Activity::report(&event.origin, event.sql);
     let verdict = check_and_run(event, &subscription, &config);
+    drop(activity);
     host::set_replay_origin("");
     host::set_search_path(&previous_path);
     log_verdict(event, &subscription, &verdict);

@@ -59,10 +59,34 @@ pub(crate) fn subscription_oid(name: &str) -> pg_sys::Oid {
     })
 }
 
+/// Replay reads every statement and name as UTF-8 (pgrx's `&str`), so it runs only in UTF8
+/// databases; refusing here, where a subscription is configured, is a clear error instead of
+/// an apply worker failing on its first non-ASCII statement. The publisher's database may be
+/// in any encoding: its walsender converts the rows to this database's.
+fn require_utf8_database() {
+    // SAFETY: reads the backend's fixed database encoding.
+    let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
+    if encoding != pg_sys::pg_enc::PG_UTF8 as i32 {
+        // SAFETY: the name of a valid encoding, a static string.
+        let name = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) };
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "ddl_sync replays DDL only into UTF8 databases",
+            format!(
+                "This database's encoding is {}. Create the subscriber's database with \
+                 ENCODING 'UTF8'; the publisher's may have any encoding.",
+                name.to_string_lossy()
+            )
+        );
+    }
+}
+
 /// Stores a change of the configuration of subscription `name` (its owner, or a member of the
 /// owner's role, only), forgets the rows of subscriptions dropped meanwhile, and marks
 /// `ddl_sync.events` ready for it. Returns the subscription's OID.
 pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
+    require_utf8_database();
     let subid = subscription_oid(name);
     let owner = Spi::get_one_with_args::<bool>(
         "SELECT pg_catalog.pg_has_role(subowner, 'MEMBER') FROM pg_catalog.pg_subscription WHERE oid = $1",

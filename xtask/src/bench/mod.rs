@@ -27,6 +27,8 @@ mod procfs;
 mod wire;
 
 use crate::cmd::Cmd;
+use crate::report;
+pub(crate) use crate::report::Machine;
 use crate::{project_root, setup, Result};
 use ddl_testkit::Cluster;
 use std::path::{Path, PathBuf};
@@ -80,92 +82,16 @@ fn positive(value: Option<&&str>, flag: &str, usage: &str) -> Result<u32> {
         .ok_or_else(|| format!("{flag} needs a positive number\n{usage}"))
 }
 
-/// Where and when the figures were made.
-struct Machine {
-    /// UTC, `YYYY-MM-DD`.
-    date: String,
-    nproc: usize,
-    cpu: String,
-    rustc: String,
-}
-
-impl Machine {
-    fn describe() -> Machine {
-        let date = Cmd::new("date")
-            .args(["-u", "+%Y-%m-%d"])
-            .probe()
-            .unwrap_or_default();
-        let nproc = std::thread::available_parallelism().map_or(0, |n| n.get());
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|s| {
-                s.lines().find_map(|l| {
-                    l.strip_prefix("model name")?
-                        .split_once(':')
-                        .map(|(_, m)| m.trim().to_string())
-                })
-            })
-            .unwrap_or_else(|| "unknown CPU".to_string());
-        let rustc = Cmd::new("rustc")
-            .args(["--version"])
-            .probe()
-            .unwrap_or_default();
-        Machine {
-            date,
-            nproc,
-            cpu,
-            rustc,
-        }
-    }
-
-    /// `2 CPUs (nproc), <model name>; rustc ...`.
-    fn line(&self) -> String {
-        format!("{} CPUs (nproc), {}; {}", self.nproc, self.cpu, self.rustc)
-    }
-}
-
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
 fn write_section(heading: &str, section: &str) -> Result {
-    let path = project_root().join("BENCHMARKS.md");
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    std::fs::write(&path, replace_section(&old, heading, section))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("bench: wrote the `{heading}` section of {}", path.display());
-    Ok(())
-}
-
-/// `doc` with the level-2 section titled `heading` replaced by `section` (which starts with that
-/// heading), or with `section` appended when there is none; a new file gets a short header.
-fn replace_section(doc: &str, heading: &str, section: &str) -> String {
-    if doc.trim().is_empty() {
-        return format!(
-            "# Benchmarks\n\nEach section is written by the `cargo xtask bench` command it names; \
-             rerun that command to update it. Figures depend on the machine: compare ratios, not \
-             absolute numbers, across machines.\n\n{section}"
-        );
-    }
-    let lines: Vec<&str> = doc.split_inclusive('\n').collect();
-    let Some(start) = lines.iter().position(|l| l.trim_end() == heading) else {
-        let sep = if doc.ends_with("\n\n") {
-            ""
-        } else if doc.ends_with('\n') {
-            "\n"
-        } else {
-            "\n\n"
-        };
-        return format!("{doc}{sep}{section}");
-    };
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| l.starts_with("## "))
-        .map_or(lines.len(), |i| start + 1 + i);
-    let mut out: String = lines[..start].concat();
-    out.push_str(section);
-    if end < lines.len() {
-        out.push('\n');
-        out.push_str(&lines[end..].concat());
-    }
-    out
+    report::write_section(
+        "BENCHMARKS.md",
+        "# Benchmarks\n\nEach section is written by the `cargo xtask bench` command it names; \
+         rerun that command to update it. Figures depend on the machine: compare ratios, not \
+         absolute numbers, across machines.\n",
+        heading,
+        section,
+    )
 }
 
 /// `met` or `NOT met`, as the sections write it.
@@ -274,32 +200,6 @@ fn rounds_note(ratios: &[f64], met: impl Fn(f64) -> bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sections_are_replaced_in_place_and_others_kept() {
-        let new = "## Wire\n\nnew\n";
-        assert!(replace_section("", "## Wire", new).ends_with("\n\n## Wire\n\nnew\n"));
-        let doc = "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nold\nold\n\n## Zed\n\nz\n";
-        assert_eq!(
-            replace_section(doc, "## Wire", new),
-            "# Benchmarks\n\nintro\n\n## Apply\n\na\n\n## Wire\n\nnew\n\n## Zed\n\nz\n"
-        );
-        let last = "# B\n\n## Wire\n\nold\n";
-        assert_eq!(
-            replace_section(last, "## Wire", new),
-            "# B\n\n## Wire\n\nnew\n"
-        );
-        assert_eq!(
-            replace_section("# B\n", "## Wire", new),
-            "# B\n\n## Wire\n\nnew\n"
-        );
-        // A level-3 heading inside the section belongs to it.
-        let nested = "## Wire\n\n### detail\nold\n## Next\n";
-        assert_eq!(
-            replace_section(nested, "## Wire", new),
-            "## Wire\n\nnew\n\n## Next\n"
-        );
-    }
 
     #[test]
     fn pgbench_reports_are_read() {
