@@ -26,6 +26,7 @@ mod publication;
 pub mod rules;
 mod statement;
 mod trigger;
+mod volatile;
 
 pub use crate::hook::install as install_hook;
 pub use crate::trigger::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};

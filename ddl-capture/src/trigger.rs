@@ -17,7 +17,7 @@
 //! triggers lack: the statement's own text and whether the client sent it.
 
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, rules};
+use crate::{collection, emit, forget, rules, volatile};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
 use pgrx::pg_sys;
@@ -191,6 +191,13 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
              the statement's text is unknown"
         );
         return;
+    }
+    if tag == "ALTER TABLE"
+        && !forwarded
+        && target.class_id == u32::from(pg_sys::RelationRelationId)
+    {
+        // May refuse the statement, or plan the replication of its new values.
+        volatile::check(pg_sys::Oid::from(target.object_id));
     }
     emit::emit_record(&record);
 }
