@@ -332,4 +332,36 @@ mod tests {
         );
         assert!(differences(&publisher, &publisher).is_empty());
     }
+
+    #[pgrx::pg_test]
+    fn set_subscription_ddl_stores_the_schema_mode_like_the_conflict_policy() {
+        use crate::tests::{error_of, install_error_of};
+        use pgrx::prelude::*;
+        install_error_of();
+        Spi::run(
+            "CREATE SUBSCRIPTION ddl_sync_t_strict CONNECTION 'dbname=ddl_sync_t_nowhere'
+                 PUBLICATION p WITH (connect = false);
+             SELECT ddl_sync.set_subscription_ddl('ddl_sync_t_strict', 'table', schema_mode => 'strict');",
+        )
+        .expect("configured");
+        let mode = || {
+            Spi::get_one::<String>(
+                "SELECT d.schema_mode FROM ddl_sync.subscription_ddl d
+                   JOIN pg_subscription s ON s.oid = d.subid WHERE s.subname = 'ddl_sync_t_strict'",
+            )
+            .expect("query ran")
+        };
+        assert_eq!(mode().as_deref(), Some("strict"));
+        // Left out, it is reset to its default, as the conflict policy is.
+        Spi::run("SELECT ddl_sync.set_subscription_ddl('ddl_sync_t_strict', 'table')")
+            .expect("configured");
+        assert_eq!(mode().as_deref(), Some("relaxed"));
+        assert_eq!(
+            error_of(
+                "SELECT ddl_sync.set_subscription_ddl('ddl_sync_t_strict', 'table', schema_mode => 'lax')"
+            )
+            .as_deref(),
+            Some("22023: unknown schema mode \"lax\" (valid: strict, relaxed)")
+        );
+    }
 }
