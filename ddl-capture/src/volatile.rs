@@ -366,8 +366,9 @@ unsafe fn refill(relid: pg_sys::Oid, table: &str, rewritten: &[Rewritten]) -> St
 /// their replica identity after the statement; `None` when they can.
 unsafe fn identity_problem(relid: pg_sys::Oid, rewritten: &[&str]) -> Option<String> {
     let rewritten: Vec<String> = rewritten.iter().map(|s| s.to_string()).collect();
-    Spi::connect(|client| {
-        let rows = client.select(
+    // Read-write, for a snapshot that sees the statement's own catalog changes (a new key).
+    Spi::connect_mut(|client| {
+        let rows = client.update(
             "WITH RECURSIVE tree(relid) AS (
                  SELECT $1::pg_catalog.oid
                  UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN tree ON i.inhparent = tree.relid)

@@ -287,13 +287,15 @@ fn volatile_rewrites_are_refused_warned_about_or_replicated_as_rows() {
     let tables = "CREATE TABLE t (id int PRIMARY KEY, v int);
                   CREATE TABLE full_t (id int PRIMARY KEY, v int);
                   ALTER TABLE full_t REPLICA IDENTITY FULL;
-                  CREATE TABLE empty_t (id int PRIMARY KEY);";
+                  CREATE TABLE empty_t (id int PRIMARY KEY);
+                  CREATE TABLE nokey (v int);";
     query(
         &publisher,
         &format!(
             "{tables}
              INSERT INTO t SELECT g, g FROM generate_series(1, 20) g;
              INSERT INTO full_t SELECT g, g FROM generate_series(1, 5) g;
+             INSERT INTO nokey SELECT g FROM generate_series(1, 5) g;
              CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');"
         ),
     );
@@ -391,6 +393,18 @@ fn volatile_rewrites_are_refused_warned_about_or_replicated_as_rows() {
     assert!(
         messages.contains("ERROR:  0A000: ddl_sync.volatile_rewrite = 'rows' cannot replicate the new values of public.full_t")
             && messages.contains("DETAIL:  full_t has REPLICA IDENTITY FULL"),
+        "{messages}"
+    );
+    // ...nor by a key made of the new values (the statement's own primary key).
+    let messages = refused(
+        &publisher,
+        "SET ddl_sync.volatile_rewrite = rows;
+         ALTER TABLE nokey ADD COLUMN id serial PRIMARY KEY;",
+    );
+    assert!(
+        messages.contains(
+            "DETAIL:  The replica identity of nokey includes column id, whose values differ: subscribers could not find the rows."
+        ),
         "{messages}"
     );
 }
