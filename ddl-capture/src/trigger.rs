@@ -105,6 +105,9 @@ pub(crate) struct Target {
     pub temporary: bool,
     /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
     pub sql: Option<String>,
+    /// PostgreSQL's `CollectedCommand` of the statement (its `pg_ddl_command`), when the
+    /// command collection reported one: valid until the statement ends.
+    pub command: *mut pg_sys::CollectedCommand,
 }
 
 unsafe fn capture(tag: &str) {
@@ -192,12 +195,9 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         );
         return;
     }
-    if tag == "ALTER TABLE"
-        && !forwarded
-        && target.class_id == u32::from(pg_sys::RelationRelationId)
-    {
+    if tag == "ALTER TABLE" && !forwarded && !target.command.is_null() {
         // May refuse the statement, or plan the replication of its new values.
-        volatile::check(pg_sys::Oid::from(target.object_id));
+        volatile::check(target.command);
     }
     emit::emit_record(&record);
 }
@@ -238,6 +238,7 @@ unsafe fn target(tag: &str) -> Option<Target> {
             identity: row.text(c"object_identity"),
             object_type: row.text(c"object_type"),
             sql: None,
+            command: row.pointer(c"command").cast(),
         };
         if is_own {
             own = Some(found);
@@ -263,6 +264,7 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         temporary: permanent.is_empty(),
         sql: (!permanent.is_empty() && permanent.len() < s.dropped.len())
             .then(|| partly_temporary_drop(&permanent, s.cascade)),
+        command: std::ptr::null_mut(),
     })
 }
 

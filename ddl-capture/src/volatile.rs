@@ -74,13 +74,20 @@ struct Rewritten {
     how: String,
 }
 
-/// Checks the ALTER TABLE of `relid` that the capture is about to record, and applies the
-/// policy: an ERROR, a WARNING, or a [`Refill`] on the innermost statement.
+/// Checks the ALTER TABLE that the capture is about to record (`command`, from PostgreSQL's
+/// command collection), and applies the policy: an ERROR, a WARNING, or a [`Refill`] on the
+/// innermost statement.
 ///
 /// # Safety
-/// Runs in the `ddl_command_end` event trigger, inside the statement.
-pub unsafe fn check(relid: pg_sys::Oid) {
-    let subcommands = subcommands(relid);
+/// Runs in the `ddl_command_end` event trigger, inside the statement; `command` is valid.
+pub unsafe fn check(command: *mut pg_sys::CollectedCommand) {
+    if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
+        || (*command).d.alterTable.classId != pg_sys::RelationRelationId
+    {
+        return;
+    }
+    let relid = (*command).d.alterTable.objectId;
+    let subcommands = subcommands(command);
     if subcommands.is_empty() {
         return;
     }
@@ -171,43 +178,32 @@ enum Subcommand {
     AlterType(i16, *mut pg_sys::Node),
 }
 
-/// The subcommands of the statement on `relid` itself (recursion to inheritors is implied: the
-/// same columns, and statements on the parent reach them).
-unsafe fn subcommands(relid: pg_sys::Oid) -> Vec<Subcommand> {
+/// The subcommands of the statement on its table itself (recursion to inheritors is implied:
+/// the same columns, and statements on the parent reach them).
+unsafe fn subcommands(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand> {
+    let relid = (*command).d.alterTable.objectId;
+    let subcmds =
+        pgrx::list::PgList::<pg_sys::CollectedATSubcmd>::from_pg((*command).d.alterTable.subcmds);
     let mut out = Vec::new();
-    crate::collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, |row| {
-        let command = row.pointer(c"command").cast::<pg_sys::CollectedCommand>();
-        if command.is_null()
-            || (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
-            || (*command).d.alterTable.objectId != relid
-        {
-            return;
+    for sub in subcmds.iter_ptr() {
+        let address = (*sub).address;
+        let cmd = (*sub).parsetree.cast::<pg_sys::AlterTableCmd>();
+        if address.objectId != relid || address.objectSubId <= 0 || cmd.is_null() {
+            continue; // IF NOT EXISTS that did nothing, or another relation
         }
-        let subcmds = pgrx::list::PgList::<pg_sys::CollectedATSubcmd>::from_pg(
-            (*command).d.alterTable.subcmds,
-        );
-        for sub in subcmds.iter_ptr() {
-            let address = (*sub).address;
-            let cmd = (*sub).parsetree.cast::<pg_sys::AlterTableCmd>();
-            if address.objectId != relid || address.objectSubId <= 0 || cmd.is_null() {
-                continue; // IF NOT EXISTS that did nothing, or another relation
-            }
-            let attnum = address.objectSubId as i16;
-            use pg_sys::AlterTableType as At;
-            match (*cmd).subtype {
-                At::AT_AddColumn | At::AT_AddColumnRecurse => {
-                    out.push(Subcommand::AddColumn(attnum))
+        let attnum = address.objectSubId as i16;
+        use pg_sys::AlterTableType as At;
+        match (*cmd).subtype {
+            At::AT_AddColumn | At::AT_AddColumnRecurse => out.push(Subcommand::AddColumn(attnum)),
+            At::AT_AlterColumnType => {
+                let def = (*cmd).def.cast::<pg_sys::ColumnDef>();
+                if !def.is_null() && !(*def).cooked_default.is_null() {
+                    out.push(Subcommand::AlterType(attnum, (*def).cooked_default));
                 }
-                At::AT_AlterColumnType => {
-                    let def = (*cmd).def.cast::<pg_sys::ColumnDef>();
-                    if !def.is_null() && !(*def).cooked_default.is_null() {
-                        out.push(Subcommand::AlterType(attnum, (*def).cooked_default));
-                    }
-                }
-                _ => {}
             }
+            _ => {}
         }
-    });
+    }
     out
 }
 
