@@ -93,10 +93,13 @@ pub unsafe fn check(command: *mut pg_sys::CollectedCommand) {
     }
     let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let rewritten = rewritten(rel, &subcommands);
-    let published = row_published(rel);
-    let table = qualified_name(relid);
+    let published = !rewritten.is_empty() && row_published(rel);
     pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    if rewritten.is_empty() || !published || !has_rows(&table) {
+    if !published {
+        return;
+    }
+    let table = qualified_name(relid);
+    if !has_rows(&table) {
         return;
     }
     let message =
@@ -210,8 +213,9 @@ unsafe fn subcommands(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand>
 /// The columns whose values the subcommands computed with an expression that is not immutable.
 unsafe fn rewritten(rel: pg_sys::Relation, subcommands: &[Subcommand]) -> Vec<Rewritten> {
     let relid = (*rel).rd_id;
-    let context = pg_sys::deparse_context_for(pg_sys::get_rel_name(relid), relid);
+    // Only for the message: most subcommands never get here.
     let deparse = |expr: *mut pg_sys::Node| {
+        let context = pg_sys::deparse_context_for(pg_sys::get_rel_name(relid), relid);
         CStr::from_ptr(pg_sys::deparse_expression(expr, context, false, false))
             .to_string_lossy()
             .into_owned()
