@@ -163,8 +163,9 @@ fn check_strict(subid: pg_sys::Oid, name: &str) {
     strict::check(&publisher, name, &catalog.publications, Some(subid));
 }
 
-/// Whether the extension exists in this database. Only after a subscription statement: others
-/// include ROLLBACK of a failed transaction, where no catalog may be read.
+/// Whether the extension exists in this database. Only for a subscription statement or a DDL
+/// statement (the guard): others include ROLLBACK of a failed transaction, where no catalog
+/// may be read.
 unsafe fn extension_exists() -> bool {
     pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid
 }
