@@ -8,11 +8,14 @@
 -- Which subscriptions replay DDL, which kinds, and what a failing statement does:
 -- 'error' (the worker errors and retries the transaction; nothing is lost) or 'skip' (the
 -- statement is rolled back in a subtransaction, the row says why, replication goes on).
+-- schema_mode 'strict': the published tables must have the same shape on both sides when the
+-- subscription is created or enabled, and local DDL on them is refused while it is enabled.
 CREATE TABLE ddl_sync.subscription_ddl (
     subid oid PRIMARY KEY,
     ddl int4 NOT NULL CHECK (ddl & ~2047 = 0),
     conflict text NOT NULL DEFAULT 'error' CHECK (conflict IN ('error', 'skip')),
-    rules text CHECK (rules <> '')
+    rules text CHECK (rules <> ''),
+    schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed'))
 );
 REVOKE ALL ON ddl_sync.subscription_ddl FROM PUBLIC;
 -- Node-local like publication_sync (see capture.sql): a FOR ALL TABLES publication publishes

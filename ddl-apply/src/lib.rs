@@ -70,6 +70,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 /// SUBSCRIPTION (see [`subscription`]).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    subscription::define_setting();
     // SAFETY: _PG_init runs once per process.
     unsafe {
         subscription::install_hook();

@@ -45,6 +45,12 @@ impl Row {
         self.datum(name).is_some_and(|d| d.value() != 0)
     }
 
+    /// A pointer-valued column (`pg_ddl_command`); null when NULL.
+    pub fn pointer(&self, name: &CStr) -> *mut std::ffi::c_void {
+        self.datum(name)
+            .map_or(std::ptr::null_mut(), |d| d.cast_mut_ptr())
+    }
+
     pub fn text(&self, name: &CStr) -> String {
         self.datum(name).map_or_else(String::new, |d| {
             // SAFETY: the column is of type text; the copy lives in the call's memory context.

@@ -51,6 +51,7 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
         object_type: "table".into(),
         temporary,
         sql: None,
+        command: std::ptr::null_mut(),
     };
     let tag = if (*stmt).is_select_into {
         "SELECT INTO"

@@ -2,7 +2,7 @@
 //! triggers that capture it) and takes the `ddl` option of CREATE/ALTER PUBLICATION.
 
 use crate::statement::{self, Statement};
-use crate::{early, publication};
+use crate::{early, publication, volatile};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
@@ -14,6 +14,7 @@ static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn install() {
+    volatile::define_setting();
     PREVIOUS = pg_sys::ProcessUtility_hook;
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }
@@ -47,6 +48,7 @@ unsafe extern "C-unwind" fn process_utility(
         cascade: is_drop_cascade((*pstmt).utilityStmt),
         dropped: Vec::new(),
         captured: false,
+        refills: Vec::new(),
     });
     if early::capture(pstmt) {
         statement::with_innermost(|s| s.captured = true);
@@ -82,6 +84,9 @@ unsafe extern "C-unwind" fn process_utility(
             ),
         }
     }
+    // After the statement, so that the rows follow its record in WAL.
+    let refills = statement::with_innermost(|s| std::mem::take(&mut s.refills));
+    volatile::run_refills(refills.unwrap_or_default());
     match request {
         Some(request) => publication::store(&request),
         None => publication::check_after(pstmt),

@@ -30,6 +30,7 @@ mod statement;
 pub mod stats;
 pub mod text;
 mod trigger;
+mod volatile;
 
 pub use crate::hook::install as install_hook;
 pub use crate::trigger::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};

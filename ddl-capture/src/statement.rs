@@ -40,6 +40,8 @@ pub struct Statement {
     pub dropped: Vec<Dropped>,
     /// Captured before it ran (see `early.rs`): `ddl_command_end` must not capture it again.
     pub captured: bool,
+    /// Values to replicate as rows once it has run (see `volatile.rs`).
+    pub refills: Vec<crate::volatile::Refill>,
 }
 
 thread_local! {

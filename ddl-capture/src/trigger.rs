@@ -18,7 +18,7 @@
 
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, rules, stats};
+use crate::{collection, emit, forget, rules, stats, volatile};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
 use pgrx::pg_sys;
@@ -106,6 +106,9 @@ pub(crate) struct Target {
     pub temporary: bool,
     /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
     pub sql: Option<String>,
+    /// PostgreSQL's `CollectedCommand` of the statement (its `pg_ddl_command`), when the
+    /// command collection reported one: valid until the statement ends.
+    pub command: *mut pg_sys::CollectedCommand,
 }
 
 unsafe fn capture(tag: &str) {
@@ -196,6 +199,10 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         );
         return;
     }
+    if tag == "ALTER TABLE" && !forwarded && !target.command.is_null() {
+        // May refuse the statement, or plan the replication of its new values.
+        volatile::check(target.command);
+    }
     emit::emit_record(&record);
     log_verdicts(&record, &verdicts);
     stats::count_capture(&verdicts);
@@ -276,6 +283,7 @@ unsafe fn target(tag: &str) -> Option<Target> {
             identity: row.text(c"object_identity"),
             object_type: row.text(c"object_type"),
             sql: None,
+            command: row.pointer(c"command").cast(),
         };
         if is_own {
             own = Some(found);
@@ -301,6 +309,7 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         temporary: permanent.is_empty(),
         sql: (!permanent.is_empty() && permanent.len() < s.dropped.len())
             .then(|| partly_temporary_drop(&permanent, s.cascade)),
+        command: std::ptr::null_mut(),
     })
 }
 

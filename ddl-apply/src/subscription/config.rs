@@ -31,6 +31,19 @@ pub(crate) fn conflict_policy(text: &str) -> Result<&'static str, String> {
     }
 }
 
+/// The valid schema modes: `relaxed` (no check) and `strict` (see `strict.rs`).
+pub(crate) fn schema_mode(text: &str) -> Result<&'static str, String> {
+    match text {
+        "relaxed" => Ok("relaxed"),
+        "strict" => Ok(STRICT),
+        _ => Err(format!(
+            "unknown schema mode \"{text}\" (valid: strict, relaxed)"
+        )),
+    }
+}
+
+pub(crate) const STRICT: &str = "strict";
+
 /// What to change; `None` keeps what is stored.
 #[derive(Default)]
 pub(crate) struct Change {
@@ -38,6 +51,15 @@ pub(crate) struct Change {
     pub conflict: Option<&'static str>,
     /// `Some(None)`: no rules.
     pub rules: Option<Option<String>>,
+    pub schema_mode: Option<&'static str>,
+}
+
+/// A stored configuration row.
+struct Stored {
+    ddl: i32,
+    conflict: String,
+    rules: Option<String>,
+    schema_mode: String,
 }
 
 /// The subscription of this database named `name`; PostgreSQL's error when there is none.
@@ -104,7 +126,7 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     let stored = stored_row(subid);
     let kinds = match (change.kinds, &stored) {
         (Some(kinds), _) => kinds.bits(),
-        (None, Some((ddl, _, _))) => *ddl,
+        (None, Some(row)) => row.ddl,
         (None, None) => {
             ereport!(
                 ERROR,
@@ -116,19 +138,32 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     let conflict = change
         .conflict
         .map(str::to_owned)
-        .or_else(|| stored.as_ref().map(|(_, c, _)| c.clone()))
+        .or_else(|| stored.as_ref().map(|row| row.conflict.clone()))
         .unwrap_or_else(|| "error".to_owned());
+    let schema_mode = change
+        .schema_mode
+        .map(str::to_owned)
+        .or_else(|| stored.as_ref().map(|row| row.schema_mode.clone()))
+        .unwrap_or_else(|| "relaxed".to_owned());
     let rules = change
         .rules
-        .unwrap_or_else(|| stored.and_then(|(_, _, r)| r));
+        .unwrap_or_else(|| stored.and_then(|row| row.rules));
     {
         // Without the hook (not preloaded) DROP SUBSCRIPTION leaves its row; an OID can be reused.
         forget_dropped_rows();
         Spi::run_with_args(
-            "INSERT INTO ddl_sync.subscription_ddl (subid, ddl, conflict, rules) VALUES ($1, $2, $3, $4)
+            "INSERT INTO ddl_sync.subscription_ddl (subid, ddl, conflict, rules, schema_mode)
+             VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (subid) DO UPDATE SET ddl = excluded.ddl, conflict = excluded.conflict,
-                                               rules = excluded.rules",
-            &[subid.into(), kinds.into(), conflict.into(), rules.into()],
+                                               rules = excluded.rules,
+                                               schema_mode = excluded.schema_mode",
+            &[
+                subid.into(),
+                kinds.into(),
+                conflict.into(),
+                rules.into(),
+                schema_mode.into(),
+            ],
         )
         .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {name}: {e}"));
     }
@@ -137,22 +172,24 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     subid
 }
 
-/// The stored (ddl, conflict, rules) of a subscription.
-fn stored_row(subid: pg_sys::Oid) -> Option<(i32, String, Option<String>)> {
+/// The stored configuration of a subscription.
+fn stored_row(subid: pg_sys::Oid) -> Option<Stored> {
     Spi::connect(|client| {
         let mut rows = client
             .select(
-                "SELECT ddl, conflict, rules FROM ddl_sync.subscription_ddl WHERE subid = $1",
+                "SELECT ddl, conflict, rules, schema_mode FROM ddl_sync.subscription_ddl
+                  WHERE subid = $1",
                 None,
                 &[subid.into()],
             )
             .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.subscription_ddl: {e}"));
         let row = rows.next()?;
-        Some((
-            row.get::<i32>(1).ok().flatten()?,
-            row.get::<String>(2).ok().flatten()?,
-            row.get::<String>(3).ok().flatten(),
-        ))
+        Some(Stored {
+            ddl: row.get::<i32>(1).ok().flatten()?,
+            conflict: row.get::<String>(2).ok().flatten()?,
+            rules: row.get::<String>(3).ok().flatten(),
+            schema_mode: row.get::<String>(4).ok().flatten()?,
+        })
     })
 }
 
@@ -160,6 +197,12 @@ fn stored_row(subid: pg_sys::Oid) -> Option<(i32, String, Option<String>)> {
 pub(crate) fn is_configured(subid: pg_sys::Oid) -> bool {
     let _owner = AsCatalogOwner::enter();
     stored_row(subid).is_some()
+}
+
+/// Whether the subscription's schema mode is `strict`.
+pub(crate) fn is_strict(subid: pg_sys::Oid) -> bool {
+    let _owner = AsCatalogOwner::enter();
+    stored_row(subid).is_some_and(|row| row.schema_mode == STRICT)
 }
 
 /// Marks `ddl_sync.events` ready in `pg_subscription_rel` for the subscription: the table is
@@ -204,17 +247,23 @@ fn forget_dropped_rows() {
     .unwrap_or_else(|e| error!("ddl_sync: cannot clean ddl_sync.subscription_ddl: {e}"));
 }
 
-/// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules)`: which DDL a subscription
-/// replays and what a failing statement does. Also marks `ddl_sync.events` ready for it. (With
-/// `ddl_sync` preloaded, `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ...)`
-/// does the same, and more: see the crate's README.)
+/// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules, schema_mode)`: which DDL
+/// a subscription replays, what a failing statement does, and its schema mode. Also marks
+/// `ddl_sync.events` ready for it. It does not connect to the publisher: a strict schema mode
+/// is checked when the subscription is enabled. (With `ddl_sync` preloaded,
+/// `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ..., schema_mode = ...)` does
+/// the same, and more: see the crate's README.)
 #[pg_extern(volatile)]
 fn set_subscription_ddl(
     subscription: &str,
     ddl: &str,
     conflict: default!(&str, "'error'"),
     rules: default!(Option<&str>, "NULL"),
+    schema_mode: default!(&str, "'relaxed'"),
 ) {
+    let schema_mode = self::schema_mode(schema_mode).unwrap_or_else(|e| {
+        ereport!(ERROR, PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE, e);
+    });
     let kinds = DdlKinds::parse(ddl).unwrap_or_else(|e| {
         ereport!(
             ERROR,
@@ -238,6 +287,7 @@ fn set_subscription_ddl(
             kinds: Some(kinds),
             conflict: Some(conflict),
             rules: Some(rules),
+            schema_mode: Some(schema_mode),
         },
     );
 }

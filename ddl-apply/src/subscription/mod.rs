@@ -1,10 +1,10 @@
 //! Subscription configuration: `ddl_sync.set_subscription_ddl` ([`config`]) and, with this
-//! library loaded (in `shared_preload_libraries`), the `ddl` and `ddl_conflict` options of
-//! CREATE/ALTER SUBSCRIPTION, taken by a ProcessUtility hook:
+//! library loaded (in `shared_preload_libraries`), the `ddl`, `ddl_conflict` and `schema_mode`
+//! options of CREATE/ALTER SUBSCRIPTION, taken by a ProcessUtility hook:
 //!
 //! ```sql
 //! CREATE SUBSCRIPTION sub CONNECTION '...' PUBLICATION p WITH (ddl = 'all', ddl_conflict = 'skip');
-//! ALTER SUBSCRIPTION sub SET (ddl = 'table, index');
+//! ALTER SUBSCRIPTION sub SET (ddl = 'table, index', schema_mode = 'strict');
 //! ```
 //!
 //! The hook validates and removes our options ([`options`]) before PostgreSQL parses the rest,
@@ -18,12 +18,20 @@
 //!   place in the command, same NOTICE, same restriction (not in a transaction block); with
 //!   `create_slot = false` an existing slot of another plugin is an error.
 //!
+//! With `schema_mode = 'strict'` the published tables are compared on both sides ([`strict`])
+//! when the subscription is created, enabled or switched to strict, and local DDL on them is
+//! refused while it is enabled ([`guard`]).
+//!
 //! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
 mod config;
+mod guard;
 mod options;
 mod publisher;
+mod strict;
+
+pub(crate) use guard::define_setting;
 
 use options::Request;
 use pgrx::pg_sys;
@@ -94,6 +102,7 @@ unsafe extern "C-unwind" fn process_utility(
     };
     let Some(request) = options::take(pstmt, read_only_tree) else {
         let node = (*pstmt).utilityStmt;
+        guard::check(node);
         run(pstmt, read_only_tree);
         after_other(node);
         return;
@@ -106,6 +115,20 @@ unsafe extern "C-unwind" fn process_utility(
             c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
         );
     }
+    if let Some(create) = request.create.as_ref() {
+        // Before PostgreSQL creates it: a missing table is then one line of our list, not
+        // PostgreSQL's first error. Only for whom PostgreSQL will let create it (superusers on
+        // PostgreSQL 15): nobody else makes the server connect anywhere.
+        if request.schema_mode == Some(config::STRICT) && create.connect && pg_sys::superuser() {
+            let publisher = connect(&create.conninfo, &request.subscription);
+            strict::check(
+                &publisher,
+                &request.subscription,
+                &create.publications,
+                None,
+            );
+        }
+    }
     if request.run_statement {
         // We own the tree now: a copy, or one that was never read-only.
         run(request.pstmt, false);
@@ -113,8 +136,36 @@ unsafe extern "C-unwind" fn process_utility(
     finish(&request);
 }
 
-/// Whether the extension exists in this database. Only after a subscription statement: others
-/// include ROLLBACK of a failed transaction, where no catalog may be read.
+fn connect(conninfo: &str, name: &str) -> Publisher {
+    Publisher::connect(conninfo, name).unwrap_or_else(|e| {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+            format!("could not connect to the publisher: {e}")
+        );
+    })
+}
+
+/// The strict check of an existing subscription (ENABLE, SET (schema_mode = 'strict')): an
+/// ERROR when the tables differ, or when they cannot be compared.
+fn check_strict(subid: pg_sys::Oid, name: &str) {
+    let Some(catalog) = read_catalog(subid) else {
+        report(
+            PgLogLevel::ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("subscription \"{name}\" has schema_mode = strict, but its tables cannot be compared with the publisher's"),
+            "The current user may not read the subscription's connection string (pg_subscription.subconninfo).".into(),
+            "A superuser can do this, or set schema_mode = 'relaxed'.",
+        );
+        unreachable!("ERROR returns no control");
+    };
+    let publisher = connect(&catalog.conninfo, name);
+    strict::check(&publisher, name, &catalog.publications, Some(subid));
+}
+
+/// Whether the extension exists in this database. Only for a subscription statement or a DDL
+/// statement (the guard): others include ROLLBACK of a failed transaction, where no catalog
+/// may be read.
 unsafe fn extension_exists() -> bool {
     pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid
 }
@@ -129,6 +180,15 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
             use pg_sys::AlterSubscriptionType::*;
             let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
+            if (*stmt).kind == ALTER_SUBSCRIPTION_ENABLED && extension_exists() {
+                // PostgreSQL enabled it in this transaction; an ERROR takes that back.
+                let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
+                let subid = config::subscription_oid(&name);
+                if config::is_strict(subid) {
+                    check_strict(subid, &name);
+                }
+                return;
+            }
             // Only these may add relations to pg_subscription_rel.
             if !matches!(
                 (*stmt).kind,
@@ -198,20 +258,18 @@ unsafe fn finish(request: &Request) {
             kinds: request.kinds,
             conflict: request.conflict,
             rules: None,
+            schema_mode: request.schema_mode,
         },
     );
     let name = &request.subscription;
+    if request.create.is_none() && request.schema_mode == Some(config::STRICT) {
+        check_strict(subid, name);
+    }
     match &request.create {
         Some(create) if create.connect => {
             let catalog = read_catalog(subid)
                 .unwrap_or_else(|| error!("ddl_sync: cannot read subscription \"{name}\""));
-            let publisher = Publisher::connect(&catalog.conninfo, name).unwrap_or_else(|e| {
-                ereport!(
-                    ERROR,
-                    PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
-                    format!("could not connect to the publisher: {e}")
-                );
-            });
+            let publisher = connect(&catalog.conninfo, name);
             check_kinds(&publisher, request, &catalog.publications);
             let Some(slot) = &catalog.slot else { return };
             if create.create_slot {

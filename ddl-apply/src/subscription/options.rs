@@ -1,8 +1,8 @@
-//! The `ddl` and `ddl_conflict` options of CREATE/ALTER SUBSCRIPTION, taken out of the statement
-//! before PostgreSQL parses it (it rejects options it does not know), and the slot plan of a
-//! CREATE SUBSCRIPTION that replicates DDL.
+//! The `ddl`, `ddl_conflict` and `schema_mode` options of CREATE/ALTER SUBSCRIPTION, taken out
+//! of the statement before PostgreSQL parses it (it rejects options it does not know), and the
+//! slot plan of a CREATE SUBSCRIPTION that replicates DDL.
 
-use super::config::conflict_policy;
+use super::config::{conflict_policy, schema_mode};
 use ddl_filter::DdlKinds;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -17,6 +17,9 @@ pub(super) struct Create {
     pub create_slot: bool,
     pub two_phase: bool,
     pub copy_data: bool,
+    /// The connection string and publications, for the strict check before PostgreSQL runs.
+    pub conninfo: String,
+    pub publications: Vec<String>,
 }
 
 /// Our options, taken from a subscription statement.
@@ -31,6 +34,7 @@ pub(super) struct Request {
     /// Whether `ddl` said `all` (every kind the publications send, see `publisher.rs`).
     pub all: bool,
     pub conflict: Option<&'static str>,
+    pub schema_mode: Option<&'static str>,
     /// `Some` for CREATE SUBSCRIPTION.
     pub create: Option<Create>,
 }
@@ -91,8 +95,11 @@ fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
     );
 }
 
-/// Takes `ddl` and `ddl_conflict` out of a CREATE SUBSCRIPTION or ALTER SUBSCRIPTION ... SET,
-/// after validating them; `None` when the statement has neither.
+/// The options this module takes.
+const OURS: [&str; 3] = ["ddl", "ddl_conflict", "schema_mode"];
+
+/// Takes our options out of a CREATE SUBSCRIPTION or ALTER SUBSCRIPTION ... SET, after
+/// validating them; `None` when the statement has none.
 ///
 /// # Safety
 /// `pstmt` is the statement ProcessUtility was given.
@@ -103,7 +110,8 @@ pub(super) unsafe fn take(
     let (options, _, is_create) = options_of((*pstmt).utilityStmt)?;
     let ddl = find(*options, "ddl");
     let conflict = find(*options, "ddl_conflict");
-    if ddl.is_none() && conflict.is_none() {
+    let mode = find(*options, "schema_mode");
+    if ddl.is_none() && conflict.is_none() && mode.is_none() {
         return None;
     }
     let ddl_text = ddl.map(|def| string_value(def));
@@ -117,11 +125,13 @@ pub(super) unsafe fn take(
     let conflict = conflict.map(|def| {
         conflict_policy(&string_value(def)).unwrap_or_else(|e| invalid("ddl_conflict", e))
     });
+    let mode = mode
+        .map(|def| schema_mode(&string_value(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
     if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
-        let parameter = if kinds.is_some() {
-            "ddl"
-        } else {
-            "ddl_conflict"
+        let parameter = match (&kinds, conflict) {
+            (Some(_), _) => "ddl",
+            (None, Some(_)) => "ddl_conflict",
+            (None, None) => "schema_mode",
         };
         ereport!(
             ERROR,
@@ -131,10 +141,15 @@ pub(super) unsafe fn take(
         );
     }
     if is_create && kinds.is_none() {
+        let parameter = if conflict.is_some() {
+            "ddl_conflict"
+        } else {
+            "schema_mode"
+        };
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
-            "subscription parameter \"ddl_conflict\" requires \"ddl\""
+            format!("subscription parameter \"{parameter}\" requires \"ddl\"")
         );
     }
     // The tree may be cached (a prepared statement, a plpgsql plan): change a copy.
@@ -144,12 +159,15 @@ pub(super) unsafe fn take(
         pstmt
     };
     let (options, subname, _) = options_of((*pstmt).utilityStmt)?;
-    for name in ["ddl", "ddl_conflict"] {
+    for name in OURS {
         if let Some(def) = find(*options, name) {
             *options = pg_sys::list_delete_ptr(*options, def.cast());
         }
     }
-    let create = is_create.then(|| plan_create(options));
+    let create = is_create.then(|| {
+        let stmt = (*pstmt).utilityStmt as *mut pg_sys::CreateSubscriptionStmt;
+        plan_create(options, stmt)
+    });
     Some(Request {
         pstmt,
         run_statement: is_create || !(*options).is_null(),
@@ -157,6 +175,7 @@ pub(super) unsafe fn take(
         kinds,
         all,
         conflict,
+        schema_mode: mode,
         create,
     })
 }
@@ -164,7 +183,10 @@ pub(super) unsafe fn take(
 /// Reads the options that decide about the slot, as PostgreSQL will, and when PostgreSQL would
 /// create the slot (with plugin pgoutput, the only one PostgreSQL 15 asks for), tells it not to:
 /// we create it with `ddl_pgoutput` after the subscription exists.
-unsafe fn plan_create(options: *mut *mut pg_sys::List) -> Create {
+unsafe fn plan_create(
+    options: *mut *mut pg_sys::List,
+    stmt: *mut pg_sys::CreateSubscriptionStmt,
+) -> Create {
     let connect = bool_option(*options, "connect").unwrap_or(true);
     let create_slot_def = find(*options, "create_slot");
     let create_slot = create_slot_def.map_or(connect, |def| pg_sys::defGetBoolean(def));
@@ -187,5 +209,12 @@ unsafe fn plan_create(options: *mut *mut pg_sys::List) -> Create {
         create_slot: ours,
         two_phase: bool_option(*options, "two_phase").unwrap_or(false),
         copy_data: bool_option(*options, "copy_data").unwrap_or(true),
+        conninfo: CStr::from_ptr((*stmt).conninfo)
+            .to_string_lossy()
+            .into_owned(),
+        publications: PgList::<pg_sys::String>::from_pg((*stmt).publication)
+            .iter_ptr()
+            .map(|name| CStr::from_ptr((*name).sval).to_string_lossy().into_owned())
+            .collect(),
     }
 }

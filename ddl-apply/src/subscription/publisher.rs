@@ -73,6 +73,20 @@ impl Publisher {
         command: &str,
         columns: usize,
     ) -> Result<Option<Option<String>>, String> {
+        Ok(self
+            .rows(command, columns)?
+            .into_iter()
+            .next()
+            .map(|row| row.into_iter().next().flatten()))
+    }
+
+    /// Runs `command` that returns `columns` columns; every row, each value as text (`None`:
+    /// NULL). `Err` carries the publisher's message.
+    pub(super) fn rows(
+        &self,
+        command: &str,
+        columns: usize,
+    ) -> Result<Vec<Vec<Option<String>>>, String> {
         let command = c_string(command);
         let types = vec![pg_sys::TEXTOID; columns];
         let exec = self.functions.walrcv_exec.expect("walrcv_exec");
@@ -93,20 +107,24 @@ impl Publisher {
             }
             let slot =
                 pg_sys::MakeSingleTupleTableSlot((*res).tupledesc, &pg_sys::TTSOpsMinimalTuple);
-            let value = if pg_sys::tuplestore_gettupleslot((*res).tuplestore, true, false, slot) {
-                let mut isnull = false;
-                let datum = pg_sys::slot_getattr(slot, 1, &mut isnull);
-                Some((!isnull).then(|| {
-                    CStr::from_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr()))
-                        .to_string_lossy()
-                        .into_owned()
-                }))
-            } else {
-                None
-            };
+            let mut rows = Vec::new();
+            while pg_sys::tuplestore_gettupleslot((*res).tuplestore, true, false, slot) {
+                let row = (1..=columns as i32)
+                    .map(|at| {
+                        let mut isnull = false;
+                        let datum = pg_sys::slot_getattr(slot, at, &mut isnull);
+                        (!isnull).then(|| {
+                            CStr::from_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr()))
+                                .to_string_lossy()
+                                .into_owned()
+                        })
+                    })
+                    .collect();
+                rows.push(row);
+            }
             pg_sys::ExecDropSingleTupleTableSlot(slot);
             pg_sys::walrcv_clear_result(res);
-            Ok(value)
+            Ok(rows)
         }
     }
 

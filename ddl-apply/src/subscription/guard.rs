@@ -1,0 +1,172 @@
+//! While a strict subscription is enabled, local DDL on the tables it replicates is refused:
+//! such a statement makes the subscriber's schema differ from the publisher's, which strict
+//! mode exists to prevent (and which breaks replication or silently drops values).
+//!
+//! Checked in the ProcessUtility hook, before the statement runs, for the statements that
+//! change a table's definition or what hangs off it: ALTER TABLE (and ALTER INDEX, on the
+//! index's table), RENAME, SET SCHEMA, DROP TABLE / INDEX / TRIGGER / RULE / POLICY, CREATE
+//! INDEX / TRIGGER / RULE / POLICY, ALTER POLICY. A table counts when it, a partition of it,
+//! or a table it is a partition of is in `pg_subscription_rel` of an enabled subscription
+//! whose `schema_mode` is `strict`.
+//!
+//! Let through: the apply worker replaying DDL (its session has a replication origin), an
+//! extension script, and any session with `ddl_sync.allow_local_ddl = on` (maintenance).
+
+use crate::privilege::AsCatalogOwner;
+use pgrx::list::PgList;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PgLogLevel};
+
+static ALLOW: GucSetting<bool> = GucSetting::<bool>::new(false);
+
+/// Defines `ddl_sync.allow_local_ddl`.
+pub(crate) fn define_setting() {
+    GucRegistry::define_bool_guc(
+        c"ddl_sync.allow_local_ddl",
+        c"Allows local DDL on tables replicated by an enabled strict subscription.",
+        c"For maintenance: such DDL makes the subscriber's schema differ from the publisher's.",
+        &ALLOW,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// Refuses `node` when it changes a table an enabled strict subscription replicates.
+///
+/// # Safety
+/// `node` is the utility statement about to run, inside a transaction.
+pub(super) unsafe fn check(node: *mut pg_sys::Node) {
+    if ALLOW.get() || pg_sys::replorigin_session_origin != 0 || pg_sys::creating_extension {
+        return;
+    }
+    let relids = relations(node);
+    if relids.is_empty() || !super::extension_exists() {
+        return;
+    }
+    let Some((subscription, table)) = protected(relids) else {
+        return;
+    };
+    super::report(
+        PgLogLevel::ERROR,
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "table {table} is replicated by subscription \"{subscription}\" (schema_mode = strict): local DDL on it is refused"
+        ),
+        "Local DDL would make the subscriber's schema differ from the publisher's.".into(),
+        &format!(
+            "Run the DDL on the publisher: it replicates. For maintenance, SET ddl_sync.allow_local_ddl = on, \
+             or ALTER SUBSCRIPTION {subscription} SET (schema_mode = 'relaxed')."
+        ),
+    );
+}
+
+/// The first enabled strict subscription that replicates one of `relids` (or a partition or
+/// partitioned ancestor of one), with that table.
+fn protected(relids: Vec<pg_sys::Oid>) -> Option<(String, String)> {
+    // subscription_ddl is the extension owner's to read.
+    let _owner = AsCatalogOwner::enter();
+    Spi::connect(|client| {
+        let mut rows = client.select(
+            "SELECT s.subname::pg_catalog.text, r.srrelid::pg_catalog.regclass::pg_catalog.text
+               FROM pg_catalog.pg_subscription_rel r
+               JOIN pg_catalog.pg_subscription s ON s.oid = r.srsubid
+               JOIN ddl_sync.subscription_ddl d ON d.subid = s.oid
+              WHERE s.subenabled AND d.schema_mode = 'strict'
+                AND r.srrelid IN (
+                    SELECT t.relid
+                      FROM pg_catalog.unnest($1::pg_catalog.oid[]) AS u(relid)
+                     CROSS JOIN LATERAL (
+                         SELECT u.relid
+                         UNION SELECT p.relid FROM pg_catalog.pg_partition_tree(u.relid) p
+                         UNION SELECT a.relid FROM pg_catalog.pg_partition_ancestors(u.relid) a
+                     ) AS t(relid))
+              ORDER BY 1, 2
+              LIMIT 1",
+            None,
+            &[relids.into()],
+        )?;
+        let Some(row) = rows.next() else {
+            return Ok(None);
+        };
+        Ok::<_, pgrx::spi::Error>(Some((
+            row.get::<String>(1)?.unwrap_or_default(),
+            row.get::<String>(2)?.unwrap_or_default(),
+        )))
+    })
+    .unwrap_or_else(|e| error!("ddl_sync: cannot read the strict subscriptions: {e}"))
+}
+
+/// The tables a statement changes the definition of (those that exist: a missing one is
+/// PostgreSQL's error to give). Indexes stand for their tables.
+unsafe fn relations(node: *mut pg_sys::Node) -> Vec<pg_sys::Oid> {
+    if node.is_null() {
+        return Vec::new();
+    }
+    use pg_sys::NodeTag as T;
+    let range_vars: Vec<*mut pg_sys::RangeVar> = match (*node).type_ {
+        T::T_AlterTableStmt => vec![(*node.cast::<pg_sys::AlterTableStmt>()).relation],
+        T::T_RenameStmt => vec![(*node.cast::<pg_sys::RenameStmt>()).relation],
+        T::T_AlterObjectSchemaStmt => {
+            vec![(*node.cast::<pg_sys::AlterObjectSchemaStmt>()).relation]
+        }
+        T::T_IndexStmt => vec![(*node.cast::<pg_sys::IndexStmt>()).relation],
+        T::T_CreateTrigStmt => vec![(*node.cast::<pg_sys::CreateTrigStmt>()).relation],
+        T::T_RuleStmt => vec![(*node.cast::<pg_sys::RuleStmt>()).relation],
+        T::T_CreatePolicyStmt => vec![(*node.cast::<pg_sys::CreatePolicyStmt>()).table],
+        T::T_AlterPolicyStmt => vec![(*node.cast::<pg_sys::AlterPolicyStmt>()).table],
+        T::T_DropStmt => dropped(node.cast()),
+        _ => return Vec::new(),
+    };
+    range_vars
+        .into_iter()
+        .filter(|rv| !rv.is_null())
+        .filter_map(|rv| {
+            let relid = pg_sys::RangeVarGetRelidExtended(
+                rv,
+                pg_sys::NoLock as pg_sys::LOCKMODE,
+                pg_sys::RVROption::RVR_MISSING_OK,
+                None,
+                std::ptr::null_mut(),
+            );
+            match pg_sys::get_rel_relkind(relid) as u8 {
+                0 => None,
+                pg_sys::RELKIND_INDEX | pg_sys::RELKIND_PARTITIONED_INDEX => {
+                    Some(pg_sys::IndexGetRelation(relid, true)).filter(|r| *r != pg_sys::InvalidOid)
+                }
+                _ => Some(relid),
+            }
+        })
+        .collect()
+}
+
+/// The relations of a DROP of tables or indexes, or of what hangs off a table (the name list
+/// without its last element names the table).
+unsafe fn dropped(stmt: *mut pg_sys::DropStmt) -> Vec<*mut pg_sys::RangeVar> {
+    use pg_sys::ObjectType as O;
+    let whole = match (*stmt).removeType {
+        O::OBJECT_TABLE | O::OBJECT_INDEX => true,
+        O::OBJECT_TRIGGER | O::OBJECT_RULE | O::OBJECT_POLICY => false,
+        _ => return Vec::new(),
+    };
+    PgList::<pg_sys::List>::from_pg((*stmt).objects)
+        .iter_ptr()
+        .filter_map(|names| {
+            let mut names = PgList::<pg_sys::String>::from_pg(names)
+                .iter_ptr()
+                .collect::<Vec<_>>();
+            if !whole {
+                names.pop()?;
+            }
+            if names.is_empty() {
+                return None;
+            }
+            let mut list = PgList::<pg_sys::String>::new();
+            for name in names {
+                list.push(name);
+            }
+            Some(pg_sys::makeRangeVarFromNameList(list.into_pg()))
+        })
+        .collect()
+}
