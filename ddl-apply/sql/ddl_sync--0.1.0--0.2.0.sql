@@ -254,3 +254,19 @@ REVOKE ALL ON FUNCTION ddl_sync.reset_publication_stats(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.reset_publication_counters(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.reset_subscription_stats(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
+
+-- Strict schema mode per subscription (a new last column of subscription_ddl, and a fifth
+-- argument of set_subscription_ddl).
+ALTER TABLE ddl_sync.subscription_ddl
+    ADD COLUMN schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed'));
+DROP FUNCTION ddl_sync.set_subscription_ddl(text, text, text, text);
+CREATE  FUNCTION "set_subscription_ddl"(
+	"subscription" TEXT, /* & str */
+	"ddl" TEXT, /* & str */
+	"conflict" TEXT DEFAULT 'error', /* & str */
+	"rules" TEXT DEFAULT NULL, /* Option < & str > */
+	"schema_mode" TEXT DEFAULT 'relaxed' /* & str */
+) RETURNS void
+VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'set_subscription_ddl_wrapper';
