@@ -59,6 +59,11 @@ pub struct Plan {
     /// The subscription's `streaming` option: large transactions reach the subscriber before
     /// they commit (spooled to files there) instead of after.
     pub streaming: bool,
+    /// Subscriber trials only: from the kill point on, a local session holds `ledger` (ACCESS
+    /// SHARE), so the next `ALTER TABLE ledger` of the stream waits in the middle of its
+    /// transaction (after the transaction's first rows); the kill comes once the apply worker
+    /// is seen waiting. A kill at a random time mostly finds the worker between transactions.
+    pub mid_replay: bool,
     /// Name prefix of the clusters.
     pub name: String,
 }
@@ -74,7 +79,20 @@ impl Plan {
             kill_after: 1 + rng.below(transactions as u64 - 2) as usize,
             delay: Duration::from_millis(rng.below(41)),
             streaming,
+            mid_replay: false,
             name: format!("kill-{}", side.name()),
+        }
+    }
+
+    /// [`random`](Plan::random), killing the subscriber while a replay waits inside its
+    /// transaction (see [`Plan::mid_replay`]); the kill point leaves room for an `ALTER TABLE
+    /// ledger` (every sixth transaction) after it.
+    pub fn mid_replay(transactions: usize, streaming: bool, rng: &mut Rng) -> Plan {
+        assert!(transactions >= 10, "a stream of at least 10 transactions");
+        Plan {
+            kill_after: 1 + rng.below(transactions as u64 - 8) as usize,
+            mid_replay: true,
+            ..Plan::random(Side::Subscriber, transactions, streaming, rng)
         }
     }
 }
@@ -109,6 +127,9 @@ impl Rng {
 pub struct Report {
     /// Transactions the writer had committed when the kill came.
     pub committed_at_kill: usize,
+    /// Whether the apply worker was seen waiting inside a transaction, a DDL statement's replay
+    /// (`mid_replay` plans), when the kill came.
+    pub replay_waiting_at_kill: bool,
     /// Whether the writer had a transaction in flight whose commit it never heard of.
     pub in_doubt: bool,
     /// DDL statements the publisher committed.
@@ -206,6 +227,8 @@ pub fn trial(plan: &Plan) -> Report {
         "CREATE TABLE ledger (seq bigint NOT NULL, n int NOT NULL, txn int NOT NULL);
          CREATE TABLE stream_ddl (seq bigint NOT NULL);",
     );
+    // The stream starts with the apply worker running (and these tables on the subscriber).
+    wait_caught_up(&publisher, &subscriber, "sub", CATCH_UP);
     let stream = Stream::generate(plan.transactions);
     let (publisher, subscriber) = (Mutex::new(publisher), Mutex::new(subscriber));
     let client = publisher.lock().expect("not poisoned").client();
@@ -222,8 +245,18 @@ pub fn trial(plan: &Plan) -> Report {
             Side::Subscriber => &subscriber,
         };
         let mut victim = victim.lock().expect("not poisoned");
+        let holder = plan.mid_replay.then(|| {
+            let (holder, waiting) = hold_ledger(&victim.client());
+            report.replay_waiting_at_kill = waiting;
+            holder
+        });
         report.committed_at_kill = progress.load(Ordering::SeqCst);
         victim.kill().expect("kill the server");
+        if let Some(mut holder) = holder {
+            // Its server is gone: psql exits by itself (or is made to).
+            let _ = holder.kill();
+            let _ = holder.wait();
+        }
         victim.start().expect("restart after the kill");
         drop(victim);
         report.in_doubt = writer.join().expect("the writer ran");
@@ -237,6 +270,36 @@ pub fn trial(plan: &Plan) -> Report {
     report.catch_up = stream_end.elapsed();
     count(&publisher, &subscriber, &mut report);
     report
+}
+
+/// Opens a session on the subscriber that takes ACCESS SHARE on `ledger` in a transaction it
+/// keeps open, then waits (at most 60 s) until the apply worker waits for a lock; returns the
+/// session's psql (its input open) and whether the worker was seen waiting.
+fn hold_ledger(subscriber: &Client) -> (std::process::Child, bool) {
+    use std::io::Write;
+    let mut holder = subscriber
+        .psql_command("postgres")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start psql");
+    holder
+        .stdin
+        .as_mut()
+        .expect("stdin is piped")
+        .write_all(b"BEGIN; LOCK TABLE ledger IN ACCESS SHARE MODE;\n")
+        .expect("write to psql");
+    let waiting = "SELECT count(*) FROM pg_stat_activity
+                    WHERE backend_type = 'logical replication worker' AND wait_event_type = 'Lock'";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if subscriber.psql("postgres", waiting).is_ok_and(|n| n == "1") {
+            return (holder, true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (holder, false)
 }
 
 /// Runs the stream; returns whether a transaction was in doubt (its connection died before

@@ -151,9 +151,9 @@ fn parse(args: &[&str]) -> Result<Settings> {
             _ => return Err(USAGE.to_string()),
         }
     }
-    if settings.trials == 0 || settings.transactions < 3 {
+    if settings.trials == 0 || settings.transactions < 10 {
         return Err(format!(
-            "--trials must be positive, --transactions at least 3\n{USAGE}"
+            "--trials must be positive, --transactions at least 10\n{USAGE}"
         ));
     }
     Ok(settings)
@@ -211,7 +211,13 @@ fn crash_trials(s: &Settings) -> Vec<Trial> {
     let mut out = Vec::new();
     for side in [Side::Subscriber, Side::Publisher] {
         for i in 0..s.trials {
-            let mut plan = Plan::random(side, s.transactions as usize, i % 2 == 1, &mut rng);
+            let streaming = i % 2 == 1;
+            // Half the subscriber's kills come while a replay waits inside its transaction.
+            let mut plan = if side == Side::Subscriber && i % 4 >= 2 {
+                Plan::mid_replay(s.transactions as usize, streaming, &mut rng)
+            } else {
+                Plan::random(side, s.transactions as usize, streaming, &mut rng)
+            };
             plan.name = format!("rel-{}-{i}", side.name());
             let report = catch(&plan.name, || faults::trial(&plan));
             let trial = Trial { plan, report };
@@ -265,7 +271,12 @@ fn crash_section(s: &Settings, trials: &[Trial], header: &dyn Fn(&str) -> String
          after another with psql, 20 ms apart; when its connection dies it waits for the \
          publisher, asks whether the transaction committed, and runs it again if not. The \
          kill comes after a random number of committed transactions plus 0 to 40 ms; the \
-         killed node is started again at once.\n\n\
+         killed node is started again at once. A subscriber killed at a random time is mostly \
+         between transactions (it keeps up with the stream), so half of the subscriber's \
+         trials (\"in a replay\") take the kill point further: from there a local session \
+         holds `ledger` (ACCESS SHARE) in an open transaction, the next `ALTER TABLE ledger` of \
+         the stream waits for it inside its transaction, after that transaction's first rows, \
+         and the kill comes once `pg_stat_activity` shows the apply worker waiting.\n\n\
          **The counting.** Every statement carries a sequence number: DDL in a comment inside \
          its text (`CREATE TABLE w_3 /* seq 17 */ ...`, kept by the capture), which the \
          subscriber's apply log (`ddl_sync.events`, one row per origin LSN) shows; rows as \
@@ -333,13 +344,22 @@ fn crash_section(s: &Settings, trials: &[Trial], header: &dyn Fn(&str) -> String
             );
         }
     }
+    let in_replay = trials
+        .iter()
+        .filter(|t| t.report.as_ref().is_ok_and(|r| r.replay_waiting_at_kill))
+        .count();
+    let planned = trials.iter().filter(|t| t.plan.mid_replay).count();
+    out.push_str(&format!(
+        "\n{in_replay} of the {planned} subscriber kills planned \"in a replay\" came while the \
+         apply worker was seen waiting inside a transaction (its `ALTER TABLE ledger`).\n"
+    ));
     out.push_str(
         "\nLost, twice and phantom rows count the statements (sequence numbers) affected. \
          \"Writer in doubt\": trials where the kill cut the writer's connection before it \
          heard the commit (always the case when the publisher is killed mid-transaction).\n\n\
          ### Trials\n\n\
-         | # | side | streaming | killed after (transactions + ms) | in doubt | DDL committed | rows committed | result |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         | # | side | streaming | killed after (transactions + ms) | kill point | in doubt | DDL committed | rows committed | result |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for (i, t) in trials.iter().enumerate() {
         let (doubt, ddl, rows, result) = match &t.report {
@@ -364,10 +384,16 @@ fn crash_section(s: &Settings, trials: &[Trial], header: &dyn Fn(&str) -> String
             .report
             .as_ref()
             .map_or_else(|_| "?".to_string(), |r| r.committed_at_kill.to_string());
+        let kill_point = match (&t.report, t.plan.mid_replay) {
+            (_, false) => "random",
+            (Ok(r), true) if r.replay_waiting_at_kill => "in a replay (worker seen waiting)",
+            (Ok(_), true) => "in a replay (worker NOT seen waiting)",
+            (Err(_), true) => "in a replay",
+        };
         let _ = std::fmt::Write::write_fmt(
             &mut out,
             format_args!(
-                "| {} | {} | {} | {} (planned {}) + {} ms | {doubt} | {ddl} | {rows} | {result} |\n",
+                "| {} | {} | {} | {} (planned {}) + {} ms | {kill_point} | {doubt} | {ddl} | {rows} | {result} |\n",
                 i + 1,
                 t.plan.side.name(),
                 if t.plan.streaming { "on" } else { "off" },
@@ -520,7 +546,7 @@ mod tests {
             "cargo xtask reliability --trials 3 --seed 42 --transactions 40 --debug"
         );
         assert!(parse(&["--trials", "0"]).is_err());
-        assert!(parse(&["--transactions", "2"]).is_err());
+        assert!(parse(&["--transactions", "9"]).is_err());
         assert!(parse(&["--seed"]).is_err());
         assert!(parse(&["--bogus"]).is_err());
     }
