@@ -247,27 +247,30 @@ fn wait_caught_up(publisher: &Cluster, subscriber: &Cluster) -> Result {
         "SELECT count(*) FROM pg_stat_replication
           WHERE application_name = '{DB}_sub' AND replay_lsn >= '{target}'"
     );
-    let started = Instant::now();
-    while sql(publisher, DB, &check)? != "1" {
-        if started.elapsed() > CATCH_UP {
-            return Err(format!(
-                "the subscriber did not catch up with {target} within {CATCH_UP:?}; its log:\n{}",
-                subscriber.log_tail(20)
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(())
+    let what = format!("the subscriber to catch up with {target}");
+    wait_until(publisher, &check, "1", &what, subscriber)
 }
 
 /// Waits until the subscription's initial copy of every table is done.
 fn wait_tables_synced(subscriber: &Cluster) -> Result {
-    let started = Instant::now();
     let check = "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')";
-    while sql(subscriber, DB, check)? != "0" {
+    wait_until(subscriber, check, "0", "the initial copy", subscriber)
+}
+
+/// Polls `check` on `pg` until it returns `expected`, for at most [`CATCH_UP`]; the error
+/// shows the tail of `subscriber`'s log, where a stuck apply worker says why.
+fn wait_until(
+    pg: &Cluster,
+    check: &str,
+    expected: &str,
+    what: &str,
+    subscriber: &Cluster,
+) -> Result {
+    let started = Instant::now();
+    while sql(pg, DB, check)? != expected {
         if started.elapsed() > CATCH_UP {
             return Err(format!(
-                "the initial copy did not finish within {CATCH_UP:?}; the subscriber's log:\n{}",
+                "waited {CATCH_UP:?} for {what}; the subscriber's log:\n{}",
                 subscriber.log_tail(20)
             ));
         }
