@@ -66,7 +66,7 @@ BEGIN
                           || ' and returns ddl_sync.adapter_result.';
         END IF;
     END LOOP;
-    PERFORM set_config('ddl_sync.local_change', 'on', true);
+    PERFORM ddl_sync.set_local_change(true);
     INSERT INTO ddl_sync.adapter AS a
         (dialect, name, execute_function, init_function, cleanup_function, enabled)
     VALUES (lower(register_adapter.dialect), register_adapter.name, register_adapter.execute_function,
@@ -75,7 +75,7 @@ BEGIN
         SET name = excluded.name, execute_function = excluded.execute_function,
             init_function = excluded.init_function, cleanup_function = excluded.cleanup_function,
             enabled = excluded.enabled;
-    PERFORM set_config('ddl_sync.local_change', 'off', true);
+    PERFORM ddl_sync.set_local_change(false);
 END
 $$;
 
@@ -93,10 +93,10 @@ BEGIN
         RAISE EXCEPTION 'must be superuser or owner of extension ddl_sync to unregister an adapter'
             USING ERRCODE = 'insufficient_privilege';
     END IF;
-    PERFORM set_config('ddl_sync.local_change', 'on', true);
+    PERFORM ddl_sync.set_local_change(true);
     DELETE FROM ddl_sync.adapter a WHERE a.dialect = lower(unregister_adapter.dialect);
     removed := FOUND;
-    PERFORM set_config('ddl_sync.local_change', 'off', true);
+    PERFORM ddl_sync.set_local_change(false);
     RETURN removed;
 END
 $$;

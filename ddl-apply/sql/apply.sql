@@ -28,6 +28,7 @@ ALTER TABLE ddl_sync.subscription_ddl ENABLE REPLICA TRIGGER subscription_ddl_is
 CREATE FUNCTION ddl_sync.apply_event()
 RETURNS trigger
 LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     outcome record;
@@ -40,6 +41,17 @@ BEGIN
         RETURN NEW;
     END IF;
     NEW.subid := ddl_sync.applying_subscription();
+    -- ddl_pgoutput sends only events it made itself, whose apply columns are empty. A row that
+    -- has them is a real row of another node's ddl_sync.events (its apply log, or a row
+    -- inserted there by hand) that reached us through plain pgoutput: not a DDL event.
+    IF NEW.apply_status IS NOT NULL OR NEW.applied_at IS NOT NULL THEN
+        NEW.apply_status := 'refused';
+        NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
+            'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
+        NEW.applied_at := pg_catalog.clock_timestamp();
+        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn);
+        RETURN NEW;
+    END IF;
     -- DDL that started here and came back around a cycle: already applied, by its author.
     -- The same DDL through a second subscription: applied once.
     IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())

@@ -28,14 +28,15 @@ ALTER EVENT TRIGGER ddl_sync_capture_ddl_command_end ENABLE ALWAYS;
 -- publisher's OIDs and mean nothing elsewhere: a subscriber's apply and table sync workers
 -- (session_replication_role = replica, where only REPLICA triggers fire) skip them. The
 -- extension's own changes made in replica mode (an event trigger cleaning up after a replayed
--- DROP, a configuration function) say so with ddl_sync.local_change and go through.
+-- DROP, a configuration function) say so with ddl_sync.set_local_change (a flag in backend
+-- memory that only the extension's owner may set, see src/local_change.rs) and go through.
 CREATE FUNCTION ddl_sync.skip_replicated_row()
 RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF current_setting('ddl_sync.local_change', true) = 'on' THEN
+    IF ddl_sync.local_change() THEN
         RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
     END IF;
     RETURN NULL;

@@ -10,6 +10,13 @@ RETURNS TABLE (publication oid, captured int8, filtered int8, emitted int8,
                last_emitted_lsn int8, stats_reset timestamptz)
 LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_publication_stats_wrapper';
 
+-- ddl_sync messages the output plugin refused while decoding for a publication: not sealed by
+-- this server's capture in their own transaction (forged, or copied from another), or malformed.
+CREATE FUNCTION ddl_sync.publication_rejected_counters()
+RETURNS TABLE (publication oid, rejected int8, last_rejected_at timestamptz,
+               last_rejected_lsn int8)
+LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_publication_rejected_stats_wrapper';
+
 CREATE FUNCTION ddl_sync.publication_rule_counters()
 RETURNS TABLE (publication oid, "row" oid, rule int4, filtered int8)
 LANGUAGE c VOLATILE AS '$libdir/ddl_pgoutput', 'ddl_sync_publication_rule_stats_wrapper';
@@ -26,13 +33,17 @@ SELECT p.oid AS pubid, p.pubname AS publication,
        coalesce(c.emitted, 0) AS emitted,
        c.last_captured_at, c.last_emitted_at,
        '0/0'::pg_catalog.pg_lsn + c.last_emitted_lsn::pg_catalog.numeric AS last_emitted_lsn,
-       c.stats_reset
+       c.stats_reset,
+       coalesce(r.rejected, 0) AS rejected,
+       r.last_rejected_at,
+       '0/0'::pg_catalog.pg_lsn + r.last_rejected_lsn::pg_catalog.numeric AS last_rejected_lsn
   FROM pg_catalog.pg_publication p
   LEFT JOIN ddl_sync.publication_counters() c ON c.publication = p.oid
+  LEFT JOIN ddl_sync.publication_rejected_counters() r ON r.publication = p.oid
  WHERE EXISTS (SELECT FROM ddl_sync.publication_sync s WHERE s.pfsyncpubid = p.oid);
 
 COMMENT ON VIEW ddl_sync.publication_stats IS
-    'Per publication: DDL statements captured for it, filtered by its rules, and emitted to decoding sessions';
+    'Per publication: DDL statements captured for it, filtered by its rules, and emitted to decoding sessions; ddl_sync messages refused as not authentic';
 
 -- Which rule kept which statements from a publication: the row of publication_sync and, in
 -- it, the rule (by its number and its current text) or the row's kinds.
@@ -103,14 +114,14 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    local_change text := current_setting('ddl_sync.local_change', true);
+    was_local boolean;
     problem boolean := status IN ('refused', 'failed');
 BEGIN
     IF sub IS NULL THEN
         RETURN;
     END IF;
     -- The apply worker runs in replica mode: this row is ours, not a replicated one.
-    PERFORM set_config('ddl_sync.local_change', 'on', true);
+    was_local := ddl_sync.set_local_change(true);
     INSERT INTO ddl_sync.subscription_counters AS c
         (subid, applied, skipped, refused, failed, duplicates,
          last_applied_lsn, last_applied_at, last_error, last_error_at)
@@ -130,7 +141,7 @@ BEGIN
         last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
         last_error = coalesce(excluded.last_error, c.last_error),
         last_error_at = coalesce(excluded.last_error_at, c.last_error_at);
-    PERFORM set_config('ddl_sync.local_change', coalesce(local_change, 'off'), true);
+    PERFORM ddl_sync.set_local_change(was_local);
 END
 $$;
 REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn) FROM PUBLIC;

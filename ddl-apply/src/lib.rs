@@ -24,6 +24,7 @@ use pgrx::prelude::*;
 
 pub mod config;
 pub mod kinds;
+mod local_change;
 mod privilege;
 mod replay;
 mod subscription;

@@ -112,28 +112,17 @@ impl AsCatalogOwner {
             );
         }
         // A local change even in replica mode (see ddl_sync.skip_replicated_row).
-        set_local_change("on");
+        crate::local_change::set_local_change(true);
         AsCatalogOwner { user, context }
     }
 }
 
 impl Drop for AsCatalogOwner {
     fn drop(&mut self) {
-        // After an ERROR the (sub)transaction abort resets the setting; SPI must not run then.
-        if !std::thread::panicking() {
-            set_local_change("off");
-        }
+        crate::local_change::set_local_change(false);
         // SAFETY: restores what `enter` saved.
         unsafe { pg_sys::SetUserIdAndSecContext(self.user, self.context) }
     }
-}
-
-fn set_local_change(value: &str) {
-    Spi::run_with_args(
-        "SELECT pg_catalog.set_config('ddl_sync.local_change', $1, true)",
-        &[value.into()],
-    )
-    .expect("set_config of a placeholder setting cannot fail");
 }
 
 /// SQL text never holds NUL, so this cannot fail for a name that came from SQL.

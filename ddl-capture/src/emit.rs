@@ -1,5 +1,6 @@
 //! Writing records to WAL.
 
+use crate::seal;
 use ddl_wire::{DdlRecord, RECORD_PREFIX};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -15,7 +16,8 @@ extern "C-unwind" {
     ) -> pg_sys::XLogRecPtr;
 }
 
-/// Writes `record` as a transactional `ddl_sync` message, followed by an empty one.
+/// Writes `record`, sealed (see [`seal`]), as a transactional `ddl_sync` message, followed by an
+/// empty one.
 ///
 /// Why the empty one: a message's change is queued at the END of its WAL record, a row change at
 /// the START of its own. A DDL message written last in a subtransaction (`SAVEPOINT; ALTER
@@ -25,6 +27,7 @@ extern "C-unwind" {
 pub fn emit_record(record: &DdlRecord<'_>) {
     let mut payload = Vec::new();
     record.encode(&mut payload);
+    seal::seal(&mut payload);
     log_message(&payload);
     log_message(&[]);
 }

@@ -20,7 +20,7 @@ use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
 use crate::{collection, emit, forget, rules, stats, volatile};
 use ddl_filter::{classify_object, Classification};
-use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
+use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::CStr;
@@ -155,7 +155,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     let sysid = pg_sys::GetSystemIdentifier();
     // Replayed by ddl_sync's apply trigger: keep the key of the node where it first ran.
     let (original_sysid, original_lsn) = if forwarded {
-        replay_origin().unwrap_or((sysid, 0))
+        crate::replay_origin::get().unwrap_or((sysid, 0))
     } else {
         (sysid, 0)
     };
@@ -185,6 +185,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         role: &session.role,
         session_user: &session.session_user,
         database: &session.database,
+        tag: [0; RECORD_TAG_LEN],
     };
     let verdicts = rules.verdicts(&record);
     if !verdicts.iter().any(|(_, v)| *v == Verdict::Takes) {
@@ -338,21 +339,6 @@ unsafe fn dropped_objects() -> Vec<Dropped> {
         });
     });
     out
-}
-
-/// `ddl_sync.replay_origin`, `"<system identifier> <LSN>"`, set by the `ddl_sync` extension
-/// while it replays a statement that came from another node.
-unsafe fn replay_origin() -> Option<(u64, u64)> {
-    let value = pg_sys::GetConfigOption(c"ddl_sync.replay_origin".as_ptr(), true, false);
-    if value.is_null() {
-        return None;
-    }
-    let text = CStr::from_ptr(value).to_str().ok()?;
-    let (sysid, lsn) = text.split_once(' ')?;
-    let (hi, lo) = lsn.split_once('/')?;
-    let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
-        | u64::from(u32::from_str_radix(lo, 16).ok()?);
-    Some((sysid.parse::<i64>().ok()? as u64, lsn))
 }
 
 /// Schemas whose objects are never replicated: they are the server's own or session-local.

@@ -158,14 +158,49 @@ unsafe fn tuple_buf(
     buf
 }
 
+/// Whether `relation` is `ddl_sync.events`. Its real rows are node-local (a subscriber's apply
+/// log; on a publisher, only rows inserted by hand): were they sent, a role that may insert
+/// there would send DDL no capture sealed, and a cascade would send every event twice.
+///
+/// # Safety
+/// `relation` is a change callback's open relation.
+pub unsafe fn is_events_relation(relation: pg_sys::Relation) -> bool {
+    let class = (*relation).rd_rel;
+    if CStr::from_ptr((*class).relname.data.as_ptr()).to_bytes() != b"events" {
+        return false;
+    }
+    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
+    if nsp != (*class).relnamespace {
+        return false;
+    }
+    debug1!("ddl_pgoutput: a change of ddl_sync.events is node-local: not sent");
+    true
+}
+
+/// Whether `xid` is the top-level `txn` or one of its subtransactions: a sealed record names
+/// the (sub)transaction that wrote it.
+///
+/// # Safety
+/// `txn` is the top-level transaction of a message callback.
+pub unsafe fn belongs_to(txn: *mut pg_sys::ReorderBufferTXN, xid: u32) -> bool {
+    find_txn(txn, xid).is_some()
+}
+
 /// The (sub)transaction with `xid` under the top-level `txn`; the top level when it is not
-/// found (the statement then ran in the top level, or the subtransaction was already merged).
+/// found (the plugin checked before that it is, see [`belongs_to`]).
 unsafe fn emitting_txn(
     txn: *mut pg_sys::ReorderBufferTXN,
     xid: u32,
 ) -> *mut pg_sys::ReorderBufferTXN {
+    find_txn(txn, xid).unwrap_or(txn)
+}
+
+unsafe fn find_txn(
+    txn: *mut pg_sys::ReorderBufferTXN,
+    xid: u32,
+) -> Option<*mut pg_sys::ReorderBufferTXN> {
     if (*txn).xid == pg_sys::TransactionId::from(xid) {
-        return txn;
+        return Some(txn);
     }
     let head: *mut pg_sys::dlist_node = &mut (*txn).subtxns.head;
     let mut node = (*head).next; // NULL: a list never initialised, i.e. empty
@@ -173,15 +208,11 @@ unsafe fn emitting_txn(
         let sub = (node as *mut u8).sub(offset_of!(pg_sys::ReorderBufferTXN, node))
             as *mut pg_sys::ReorderBufferTXN;
         if (*sub).xid == pg_sys::TransactionId::from(xid) {
-            return sub;
+            return Some(sub);
         }
         node = (*node).next;
     }
-    debug1!(
-        "ddl_pgoutput: subtransaction {xid} not found under {:?}; using the top level",
-        (*txn).xid
-    );
-    txn
+    None
 }
 
 /// An LSN as PostgreSQL prints it.

@@ -4,8 +4,11 @@
 //! The plugin does not reimplement pgoutput: it loads the server's `pgoutput` library, copies its
 //! callbacks and delegates to them. Everything a consumer already relies on (protocol versions,
 //! binary mode, streaming, two-phase, row filters, column lists, error messages) therefore stays
-//! exactly as the server ships it. Only two callbacks are interposed:
+//! exactly as the server ships it. Only these callbacks are interposed:
 //! - `startup_cb`: after pgoutput's startup, note the publications the client asked for;
+//! - `change_cb` / `stream_change_cb` / `truncate_cb` / `stream_truncate_cb`: real changes of
+//!   `ddl_sync.events` (a node's apply log, rows someone inserted by hand, a TRUNCATE) are not
+//!   sent: only the plugin's own sealed events travel;
 //! - `message_cb` / `stream_message_cb`: a transactional `ddl_sync` message (written by the
 //!   capture hook, see `ddl-capture`) that one of those publications takes becomes a synthetic
 //!   INSERT on `ddl_sync.events` (see [`events`]); then, like every message, it goes to
@@ -34,6 +37,8 @@ use std::ffi::{c_char, CStr};
 // extension declares with `LANGUAGE c AS '$libdir/ddl_pgoutput'`.
 pub use ddl_capture::stats::*;
 pub use ddl_capture::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};
+// Called by ddl_sync.so while it replays a statement (see ddl_capture::replay_origin).
+pub use ddl_capture::replay_origin::ddl_sync_set_replay_origin;
 
 /// Loaded by `shared_preload_libraries` (or as a plugin by a walsender): install the capture
 /// hook, and when preloaded, request the statistics' shared memory.
@@ -56,6 +61,10 @@ pub unsafe extern "C-unwind" fn _PG_output_plugin_init(cb: *mut pg_sys::OutputPl
     // Start from pgoutput's table verbatim: every callback we do not interpose is pgoutput's own.
     *cb = *pgoutput::callbacks();
     (*cb).startup_cb = Some(startup_cb);
+    (*cb).change_cb = Some(change_cb);
+    (*cb).stream_change_cb = Some(stream_change_cb);
+    (*cb).truncate_cb = Some(truncate_cb);
+    (*cb).stream_truncate_cb = Some(stream_truncate_cb);
     (*cb).message_cb = Some(message_cb);
     (*cb).stream_message_cb = Some(stream_message_cb);
 }
@@ -70,6 +79,93 @@ unsafe extern "C-unwind" fn startup_cb(
         pg_guard_ffi_boundary(|| startup(ctx, options, is_init));
     }
     session::begin(ctx);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn change_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    relation: pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+) {
+    if events::is_events_relation(relation) {
+        return;
+    }
+    if let Some(cb) = pgoutput::callbacks().change_cb {
+        pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn stream_change_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    relation: pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+) {
+    if events::is_events_relation(relation) {
+        return;
+    }
+    if let Some(cb) = pgoutput::callbacks().stream_change_cb {
+        pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change));
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn truncate_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    nrelations: std::ffi::c_int,
+    relations: *mut pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+) {
+    on_truncate(ctx, txn, nrelations, relations, change, false);
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn stream_truncate_cb(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    nrelations: std::ffi::c_int,
+    relations: *mut pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+) {
+    on_truncate(ctx, txn, nrelations, relations, change, true);
+}
+
+/// Both truncate callbacks: pgoutput's, for the relations other than `ddl_sync.events` (all of
+/// them, untouched, in the usual case where it is not among them).
+unsafe fn on_truncate(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    nrelations: std::ffi::c_int,
+    relations: *mut pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+    streaming: bool,
+) {
+    let callbacks = pgoutput::callbacks();
+    let Some(cb) = (if streaming {
+        callbacks.stream_truncate_cb
+    } else {
+        callbacks.truncate_cb
+    }) else {
+        return;
+    };
+    let all = std::slice::from_raw_parts(relations, usize::try_from(nrelations).unwrap_or(0));
+    if !all.iter().any(|&r| events::is_events_relation(r)) {
+        pg_guard_ffi_boundary(|| cb(ctx, txn, nrelations, relations, change));
+        return;
+    }
+    let mut kept: Vec<pg_sys::Relation> = all
+        .iter()
+        .copied()
+        .filter(|&r| !events::is_events_relation(r))
+        .collect();
+    if kept.is_empty() {
+        return;
+    }
+    let n = kept.len() as std::ffi::c_int;
+    pg_guard_ffi_boundary(|| cb(ctx, txn, n, kept.as_mut_ptr(), change));
 }
 
 #[pg_guard]
@@ -141,8 +237,11 @@ unsafe fn in_aborted_transaction() -> bool {
 }
 
 /// Turns a `ddl_sync` message into a DDL event when one of the client's publications takes it.
-/// An empty message is the capture's padding (see `ddl-capture`) and carries nothing; a
-/// malformed one is reported and not sent: it is not a DDL statement.
+/// An empty message is the capture's padding (see `ddl-capture`) and carries nothing. Anything
+/// else under the prefix that is not a record the capture sealed in this very transaction
+/// (malformed, forged, or genuine bytes emitted again elsewhere) is refused with a WARNING and
+/// counted, never sent: nothing in a message may make the walsender ERROR, or every
+/// subscription of the slot would stop on it.
 unsafe fn ddl_event(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -159,13 +258,19 @@ unsafe fn ddl_event(
         return;
     }
     let payload = std::slice::from_raw_parts(message.cast::<u8>(), size);
-    let record = match DdlRecord::parse(payload) {
+    let record = match authentic_record(txn, payload) {
         Ok(record) => record,
-        Err(e) => {
+        Err(why) => {
             warning!(
-                "ddl_pgoutput: ignoring malformed ddl_sync message at {}: {e}",
-                events::fmt_lsn(lsn)
+                "ddl_pgoutput: ignoring ddl_sync message at {} in transaction {}: {why}",
+                events::fmt_lsn(lsn),
+                (*txn).xid
             );
+            session::with(|s| {
+                for publication in rules::publication_oids(&s.publications) {
+                    stats::count_rejected(publication, lsn);
+                }
+            });
             return;
         }
     };
@@ -194,4 +299,34 @@ unsafe fn ddl_event(
     for publication in takers {
         stats::count_emitted(publication, lsn);
     }
+}
+
+/// The record in `payload` if the capture of this server wrote it in `txn`: well-formed, sealed
+/// under this server's key, naming this server as the one that captured it, written by `txn`
+/// or one of its subtransactions, and holding nothing the events row cannot carry.
+unsafe fn authentic_record<'a>(
+    txn: *mut pg_sys::ReorderBufferTXN,
+    payload: &'a [u8],
+) -> Result<DdlRecord<'a>, String> {
+    let record = DdlRecord::parse(payload).map_err(|e| format!("malformed: {e}"))?;
+    if !ddl_capture::seal::verify(payload) {
+        return Err("its authentication tag is wrong: not written by this server's capture".into());
+    }
+    let sysid = pg_sys::GetSystemIdentifier();
+    if record.origin.capturing_sysid != sysid {
+        return Err(format!(
+            "it names system {} as its author, not this one ({sysid})",
+            record.origin.capturing_sysid
+        ));
+    }
+    if !events::belongs_to(txn, record.xid) {
+        return Err(format!(
+            "it was sealed in transaction {}, not in this one: a copy of another transaction's record",
+            record.xid
+        ));
+    }
+    if let Some(field) = record.strings_with_nul() {
+        return Err(format!("its field {field} holds a NUL byte"));
+    }
+    Ok(record)
 }

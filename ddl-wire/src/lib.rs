@@ -126,7 +126,7 @@ pub use crate::{
     prepare::{write_prepare, PrepareBody},
     record::{
         DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, RECORD_FORMAT_VERSION,
-        RECORD_PREFIX,
+        RECORD_PREFIX, RECORD_TAG_LEN,
     },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},

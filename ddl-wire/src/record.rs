@@ -6,10 +6,10 @@
 //! only copy of the DDL in WAL: a plugin built from an older ddl-wire must refuse a newer record
 //! with a clear error, never misread it.
 //!
-//! Layout of format version 1 (all integers big-endian, like the pgoutput protocol):
+//! Layout of format version 2 (all integers big-endian, like the pgoutput protocol):
 //!
 //! ```text
-//! u8   format version (1)
+//! u8   format version (2)
 //! u8   flags: 0x01 top level (else nested in a function / DO block),
 //!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
 //! u32  xid of the (sub)transaction that ran the statement
@@ -22,8 +22,15 @@
 //! then ten strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
 //!      current role, session user, database
+//! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the last string.
+//! Nothing may follow the tag.
+//!
+//! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
+//! about who wrote a message. The capture seals each record with a MAC under a key that only
+//! the server can read (HMAC-SHA256, see `ddl-capture`), and the record's xid binds it to the
+//! transaction that carries it. This crate only frames the tag: computing and checking it
+//! needs the key, which never leaves the server. Version 1 records (no tag) are refused.
 //!
 //! An EMPTY `ddl_sync` message is not a record but padding: the capture writes one after each
 //! record, in the same (sub)transaction, so that the record's decoding position never ties with
@@ -33,7 +40,10 @@
 use std::fmt;
 
 /// The only record format version this crate reads and writes.
-pub const RECORD_FORMAT_VERSION: u8 = 1;
+pub const RECORD_FORMAT_VERSION: u8 = 2;
+
+/// The length of the authentication tag that ends every record.
+pub const RECORD_TAG_LEN: usize = 32;
 
 /// The logical decoding message prefix the capture hook writes records under.
 pub const RECORD_PREFIX: &str = "ddl_sync";
@@ -132,6 +142,8 @@ pub struct DdlRecord<'a> {
     pub session_user: &'a str,
     /// The database it ran in.
     pub database: &'a str,
+    /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
+    pub tag: [u8; RECORD_TAG_LEN],
 }
 
 /// Why a record could not be read.
@@ -147,13 +159,13 @@ pub struct RecordError {
 pub enum RecordErrorKind {
     /// The record was written by a newer (or unknown) format version.
     UnsupportedVersion(u8),
-    /// The payload ends inside the named field.
+    /// The payload ends inside the named field (`tag`: the authentication tag).
     Truncated(&'static str),
     /// A flag bit this version does not know.
     UnknownFlags(u8),
     /// The named string field is not UTF-8.
     InvalidUtf8(&'static str),
-    /// Bytes follow the last field.
+    /// Bytes follow the authentication tag.
     TrailingBytes(usize),
 }
 
@@ -180,7 +192,7 @@ impl fmt::Display for RecordError {
             RecordErrorKind::Truncated(field) => write!(f, "payload ends inside field {field}"),
             RecordErrorKind::UnknownFlags(b) => write!(f, "unknown flag bits 0x{b:02x}"),
             RecordErrorKind::InvalidUtf8(field) => write!(f, "field {field} is not valid UTF-8"),
-            RecordErrorKind::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the last field"),
+            RecordErrorKind::TrailingBytes(n) => write!(f, "{n} unexpected bytes after the tag"),
         }
     }
 }
@@ -233,6 +245,7 @@ impl<'a> DdlRecord<'a> {
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS) {
             *slot = r.string(field)?;
         }
+        let tag = r.array::<RECORD_TAG_LEN>("tag")?;
         if r.pos != payload.len() {
             return Err(RecordError {
                 kind: RecordErrorKind::TrailingBytes(payload.len() - r.pos),
@@ -258,10 +271,22 @@ impl<'a> DdlRecord<'a> {
             role,
             session_user,
             database,
+            tag,
         })
     }
 
-    /// Appends the record in the current format version.
+    /// The bytes of an encoded record that its tag covers: all but the tag. `None` when the
+    /// payload is too short to hold a tag.
+    pub fn sealed_part(payload: &[u8]) -> Option<&[u8]> {
+        payload
+            .len()
+            .checked_sub(RECORD_TAG_LEN)
+            .map(|n| &payload[..n])
+    }
+
+    /// Appends the record in the current format version, ending with `self.tag` (the writer
+    /// computes the real tag over [`DdlRecord::sealed_part`] and overwrites the last
+    /// [`RECORD_TAG_LEN`] bytes).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.push(RECORD_FORMAT_VERSION);
         out.push(self.flags.bits());
@@ -278,6 +303,17 @@ impl<'a> DdlRecord<'a> {
             out.extend_from_slice(&(s.len() as u32).to_be_bytes());
             out.extend_from_slice(s.as_bytes());
         }
+        out.extend_from_slice(&self.tag);
+    }
+
+    /// The name of the first string field that holds a NUL byte, if any: such a field cannot
+    /// become a PostgreSQL `text` value (the capture never writes one).
+    pub fn strings_with_nul(&self) -> Option<&'static str> {
+        self.strings()
+            .into_iter()
+            .zip(STRING_FIELDS)
+            .find(|(s, _)| memchr::memchr(0, s.as_bytes()).is_some())
+            .map(|(_, field)| field)
     }
 
     fn strings(&self) -> [&'a str; 10] {
@@ -367,6 +403,7 @@ mod tests {
             role: "app",
             session_user: "app",
             database: "shop",
+            tag: [7; RECORD_TAG_LEN],
         }
     }
 
@@ -400,10 +437,10 @@ mod tests {
         let mut bytes = encoded(&sample());
         bytes[0] = RECORD_FORMAT_VERSION + 1;
         let err = DdlRecord::parse(&bytes).unwrap_err();
-        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(2));
+        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(3));
         assert!(err
             .to_string()
-            .contains("format version 2 is not supported"));
+            .contains("format version 3 is not supported"));
     }
 
     #[test]
@@ -428,6 +465,35 @@ mod tests {
         let err = DdlRecord::parse(&bytes).unwrap_err();
         assert_eq!(err.kind(), &RecordErrorKind::InvalidUtf8("object_identity"));
         assert_eq!(err.offset(), at);
+    }
+
+    #[test]
+    fn the_tag_ends_the_record_and_covers_the_rest() {
+        let bytes = encoded(&sample());
+        let sealed = DdlRecord::sealed_part(&bytes).unwrap();
+        assert_eq!(sealed.len(), bytes.len() - RECORD_TAG_LEN);
+        assert_eq!(&bytes[sealed.len()..], &[7; RECORD_TAG_LEN]);
+        assert_eq!(DdlRecord::sealed_part(&bytes[..RECORD_TAG_LEN - 1]), None);
+    }
+
+    #[test]
+    fn version_1_records_without_a_tag_are_refused() {
+        let mut bytes = encoded(&sample());
+        bytes[0] = 1;
+        assert_eq!(
+            DdlRecord::parse(&bytes).unwrap_err().kind(),
+            &RecordErrorKind::UnsupportedVersion(1)
+        );
+    }
+
+    #[test]
+    fn a_nul_byte_is_named_by_its_field() {
+        assert_eq!(sample().strings_with_nul(), None);
+        let r = DdlRecord {
+            sql: "DROP TABLE t\0 CASCADE",
+            ..sample()
+        };
+        assert_eq!(r.strings_with_nul(), Some("sql"));
     }
 
     #[test]

@@ -277,6 +277,7 @@ impl RecordStrings {
             role,
             session_user,
             database,
+            tag: std::array::from_fn(|_| rng.u32() as u8),
         }
     }
 }

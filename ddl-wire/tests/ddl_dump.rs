@@ -674,6 +674,7 @@ fn record() -> DdlRecord<'static> {
         role: "app",
         session_user: "app",
         database: "shop",
+        tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }
 
@@ -878,7 +879,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
         begin(),
         message(&good, c"ddl_sync"),
         // Garbage under the prefix: a warning, and the dump goes on.
-        message(b"\x01\x00\xffgarbage", c"ddl_sync"),
+        message(b"\x02\x00\xffgarbage", c"ddl_sync"),
         message(&forwarded_bytes, c"ddl_sync"),
         // The same bytes under another prefix are no DDL.
         message(&good, c"other"),
@@ -894,7 +895,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     assert_eq!(lines.len(), 6, "{out}");
     assert_eq!(lines[1], format!("{} 2 M {DDL_LINE}", messages[1].0));
     assert!(lines[2]
-        .contains(" M Message transactional lsn=0/16B3748 prefix=ddl_sync content=\\x0100ff67"));
+        .contains(" M Message transactional lsn=0/16B3748 prefix=ddl_sync content=\\x0200ff67"));
     assert!(lines[2].contains("(warning: ddl_sync message is not a valid DDL record"));
     assert!(
         lines[3].ends_with(
@@ -926,7 +927,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     let ddl = out.lines().nth(1).unwrap();
     for member in [
         r#""type":"Message","transactional":true,"lsn":"0/16B3748","prefix":"ddl_sync","ddl":{"#,
-        r#""format_version":1"#,
+        r#""format_version":2"#,
         r#""top_level":true"#,
         r#""transactional":true"#,
         r#""forwarded":false"#,
@@ -946,7 +947,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     assert!(!ddl.contains("content"), "{ddl}");
     let garbage = out.lines().nth(2).unwrap();
     assert!(
-        garbage.contains(r#""content_hex":"\\x0100ff67"#),
+        garbage.contains(r#""content_hex":"\\x0200ff67"#),
         "{garbage}"
     );
     assert!(garbage.contains(r#""warning":"ddl_sync message is not a valid DDL record"#));

@@ -6,9 +6,10 @@
 //! - `ddl_sync` logical messages written by hand with `pg_logical_emit_message` (garbage,
 //!   truncated, unknown version, invalid UTF-8, and well-formed records that lie), transactional
 //!   and not;
-//! - rows inserted into `ddl_sync.events` on the publisher, which travel like any row (several
-//!   statements in one, a claim that is not the statement, global objects, kinds the
-//!   subscription does not take, an unknown dialect, an empty statement);
+//! - rows inserted into `ddl_sync.events` on the publisher, which ddl_pgoutput never sends, and
+//!   the same events delivered on the subscriber under its subscription's origin, where the
+//!   replay checks them (several statements in one, a claim that is not the statement, global
+//!   objects, kinds the subscription does not take, an unknown dialect, an empty statement);
 //! - a 10 MB statement;
 //! - identifiers that need quoting;
 //! - encodings: a LATIN1 publisher database to a UTF-8 subscriber and the reverse, and a
@@ -19,7 +20,7 @@
 //! `cargo xtask reliability` writes the table into RELIABILITY.md.
 
 use crate::compare::{rows_difference, schema_difference};
-use crate::replication::{ddl_subscriber, query, subscribe, subscribe_in};
+use crate::replication::{ddl_subscriber, deliver_events, query, subscribe, subscribe_in};
 use crate::{ddl_publisher, psql_verbose, wait_for};
 use ddl_testkit::Cluster;
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin};
@@ -39,7 +40,7 @@ pub struct Outcome {
     pub passed: bool,
 }
 
-const TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 /// The size of the oversized statement's literal.
 const OVERSIZED: usize = 10 * 1024 * 1024;
 
@@ -64,11 +65,12 @@ pub fn run() -> Vec<Outcome> {
     out
 }
 
-/// A publisher and a subscriber (ddl = 'table, index, schema, view', conflict policy error),
-/// with a table `marks` whose rows tell that everything before them has been applied.
-struct Harness {
-    publisher: Cluster,
-    subscriber: Cluster,
+/// A publisher and a subscriber (here ddl = 'table, index, schema, view', conflict policy
+/// error; `crate::attacks` takes all kinds), with a table `marks` whose rows tell that
+/// everything before them has been applied.
+pub(crate) struct Harness {
+    pub(crate) publisher: Cluster,
+    pub(crate) subscriber: Cluster,
     marks: u32,
     /// Apply log rows seen so far, by origin.
     seen: BTreeSet<String>,
@@ -77,15 +79,15 @@ struct Harness {
 }
 
 /// What one input did, once the next marker arrived.
-struct Effect {
+pub(crate) struct Effect {
     /// New apply log rows: `status|command_tag|detail`.
-    log: Vec<String>,
+    pub(crate) log: Vec<String>,
     /// New lines of the publisher's server log with WARNING or ERROR.
-    warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
 }
 
 impl Effect {
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut parts = Vec::new();
         if self.log.is_empty() {
             parts.push("no apply log row".to_string());
@@ -101,8 +103,14 @@ impl Effect {
 
 impl Harness {
     fn new() -> Harness {
-        let publisher = ddl_publisher("hostile-pub");
-        let subscriber = ddl_subscriber("hostile-sub", &[]);
+        Harness::with("hostile", "table, index, schema, view")
+    }
+
+    /// Clusters `<name>-pub` and `<name>-sub`, the subscription `sub` replaying the DDL kinds
+    /// `ddl`, and the first marker through.
+    pub(crate) fn with(name: &str, ddl: &str) -> Harness {
+        let publisher = ddl_publisher(&format!("{name}-pub"));
+        let subscriber = ddl_subscriber(&format!("{name}-sub"), &[]);
         query(
             &publisher,
             "CREATE TABLE t (id int PRIMARY KEY);
@@ -114,14 +122,7 @@ impl Harness {
             &subscriber,
             "CREATE TABLE t (id int PRIMARY KEY); CREATE TABLE marks (id int PRIMARY KEY);",
         );
-        subscribe(
-            &subscriber,
-            &publisher,
-            "sub",
-            "s",
-            "table, index, schema, view",
-            "error",
-        );
+        subscribe(&subscriber, &publisher, "sub", "s", ddl, "error");
         let mut h = Harness {
             publisher,
             subscriber,
@@ -135,7 +136,7 @@ impl Harness {
 
     /// Inserts the next marker on the publisher, waits for it on the subscriber, and returns
     /// what arrived in between.
-    fn settle(&mut self) -> Effect {
+    pub(crate) fn settle(&mut self) -> Effect {
         self.marks += 1;
         query(
             &self.publisher,
@@ -178,7 +179,7 @@ impl Harness {
         Effect { log, warnings }
     }
 
-    fn exists(&self, pg: &Cluster, relation: &str) -> bool {
+    pub(crate) fn exists(&self, pg: &Cluster, relation: &str) -> bool {
         query(
             pg,
             &format!(
@@ -189,9 +190,16 @@ impl Harness {
     }
 }
 
-/// A valid record for `sql`, claiming `tag` and `kind`, as a `bytea` literal.
-fn record(tag: &str, kind: &str, identity: &str, sql: &str) -> Vec<u8> {
-    let record = DdlRecord {
+/// A well-formed record for `sql`, claiming `tag` and `kind`, by role postgres, that no capture
+/// wrote: capturing system 1, xid 0, an authentication tag of zeros. Change fields with
+/// `DdlRecord { field: ..., ..forged(...) }`.
+pub(crate) fn forged<'a>(
+    tag: &'a str,
+    kind: &'a str,
+    identity: &'a str,
+    sql: &'a str,
+) -> DdlRecord<'a> {
+    DdlRecord {
         flags: RecordFlags::TOP_LEVEL | RecordFlags::TRANSACTIONAL,
         xid: 0,
         class_id: 1259,
@@ -212,25 +220,39 @@ fn record(tag: &str, kind: &str, identity: &str, sql: &str) -> Vec<u8> {
         role: "postgres",
         session_user: "postgres",
         database: "postgres",
-    };
+        // Not the capture's seal: the output plugin refuses the record.
+        tag: [0; ddl_wire::RECORD_TAG_LEN],
+    }
+}
+
+/// The bytes of `record`.
+pub(crate) fn encode(record: &DdlRecord<'_>) -> Vec<u8> {
     let mut out = Vec::new();
     record.encode(&mut out);
     out
 }
 
-fn bytea(bytes: &[u8]) -> String {
+/// The bytes of a [`forged`] record.
+fn record(tag: &str, kind: &str, identity: &str, sql: &str) -> Vec<u8> {
+    encode(&forged(tag, kind, identity, sql))
+}
+
+/// `bytes` as a `bytea` literal.
+pub(crate) fn bytea(bytes: &[u8]) -> String {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("'\\x{hex}'::bytea")
 }
 
+/// The statement that writes `payload` as a `ddl_sync` logical message (no `;`).
+pub(crate) fn emit_sql(transactional: bool, payload: &[u8]) -> String {
+    format!(
+        "SELECT pg_logical_emit_message({transactional}, 'ddl_sync', {})",
+        bytea(payload)
+    )
+}
+
 fn emit(h: &Harness, transactional: bool, payload: &[u8]) {
-    query(
-        &h.publisher,
-        &format!(
-            "SELECT pg_logical_emit_message({transactional}, 'ddl_sync', {})",
-            bytea(payload)
-        ),
-    );
+    query(&h.publisher, &emit_sql(transactional, payload));
 }
 
 fn messages(h: &mut Harness, out: &mut Vec<Outcome>) {
@@ -238,7 +260,7 @@ fn messages(h: &mut Harness, out: &mut Vec<Outcome>) {
         e.log.is_empty()
             && e.warnings
                 .iter()
-                .any(|w| w.contains("ignoring malformed ddl_sync message") && w.contains(what))
+                .any(|w| w.contains("ignoring ddl_sync message at") && w.contains(what))
     };
     let create = record(
         "CREATE TABLE",
@@ -304,12 +326,11 @@ fn messages(h: &mut Harness, out: &mut Vec<Outcome>) {
     emit(h, true, &lie);
     let e = h.settle();
     out.push(Outcome {
-        name: "publisher: a well-formed record claiming CREATE TABLE for `DROP TABLE t`".into(),
-        expected: "refused on the subscriber with the reason; t still there",
-        passed: e.log.len() == 1
-            && e.log[0].starts_with("refused|CREATE TABLE|")
-            && e.log[0].contains("the statement is DROP TABLE")
-            && h.exists(&h.subscriber, "t"),
+        name: "publisher: a well-formed record claiming CREATE TABLE for `DROP TABLE t`, not \
+               sealed by the capture"
+            .into(),
+        expected: "a WARNING (its authentication tag is wrong); nothing applied; t still there",
+        passed: warned(&e, "authentication tag is wrong") && h.exists(&h.subscriber, "t"),
         observed: e.describe(),
     });
 
@@ -327,16 +348,18 @@ fn messages(h: &mut Harness, out: &mut Vec<Outcome>) {
 /// Inserts a hand-made row into `publisher`'s `ddl_sync.events`: it travels like any row.
 /// `n` makes its origin LSN unique.
 pub fn send_event(publisher: &Cluster, n: u32, dialect: &str, kind: &str, tag: &str, sql: &str) {
-    query(
-        publisher,
-        &format!(
-            "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
-                 kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
-                 role_name, session_user_name, database_name)
-             VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', '{dialect}', '{tag}', 'public',
-                 'public.t', $sql${sql}$sql$, 'public', 'postgres', 'postgres', 'postgres')"
-        ),
-    );
+    query(publisher, &event_insert_sql(n, dialect, kind, tag, sql));
+}
+
+/// The INSERT of [`send_event`]: origin system 42, origin LSN `0/<n>`.
+pub(crate) fn event_insert_sql(n: u32, dialect: &str, kind: &str, tag: &str, sql: &str) -> String {
+    format!(
+        "INSERT INTO ddl_sync.events (lsn, origin_sysid, origin_lsn, xid, top_level, forwarded,
+             kind, dialect, command_tag, schema_name, object_identity, sql, search_path,
+             role_name, session_user_name, database_name)
+         VALUES ('0/{n}', 42, '0/{n}', 1, true, false, '{kind}', '{dialect}', '{tag}', 'public',
+             'public.t', $sql${sql}$sql$, 'public', 'postgres', 'postgres', 'postgres')"
+    )
 }
 
 fn event_rows(h: &mut Harness, out: &mut Vec<Outcome>) {
@@ -392,23 +415,42 @@ fn event_rows(h: &mut Harness, out: &mut Vec<Outcome>) {
             "bogus",
         ),
     ];
-    for (i, (dialect, kind, tag, sql, reason)) in cases.into_iter().enumerate() {
+    // On the publisher: ddl_pgoutput sends only the events it makes from sealed records, never
+    // a real row of ddl_sync.events.
+    for (i, (dialect, kind, tag, sql, _)) in cases.iter().enumerate() {
         send_event(&h.publisher, i as u32 + 1, dialect, kind, tag, sql);
-        let e = h.settle();
+    }
+    let e = h.settle();
+    out.push(Outcome {
+        name: format!(
+            "publisher: {} rows inserted into ddl_sync.events by a superuser (the cases below)",
+            cases.len()
+        ),
+        expected: "not sent: the rows of ddl_sync.events are node-local; nothing applied",
+        passed: e.log.is_empty(),
+        observed: e.describe(),
+    });
+    // On the subscriber, as if its apply worker had received them: the replay's own checks.
+    let events: Vec<(&str, &str, &str, &str)> =
+        cases.iter().map(|c| (c.0, c.1, c.2, c.3)).collect();
+    deliver_events(&h.subscriber, "sub", &events);
+    let e = h.settle();
+    for (i, (dialect, kind, tag, sql, reason)) in cases.into_iter().enumerate() {
         let shown: String = if sql.is_empty() {
             "''".into()
         } else {
             format!("`{sql}`")
         };
+        let row = e.log.get(i).map(String::as_str).unwrap_or("");
         out.push(Outcome {
             name: format!(
-                "publisher: a row inserted into ddl_sync.events: dialect {dialect}, kind {kind}, \
-                 tag {tag}, statement {shown}"
+                "subscriber: an event delivered under the subscription's origin: dialect \
+                 {dialect}, kind {kind}, tag {tag}, statement {shown}"
             ),
-            expected: "refused on the subscriber with the reason; nothing run",
-            passed: e.log.len() == 1
-                && e.log[0].starts_with(&format!("refused|{tag}|"))
-                && e.log[0].contains(reason),
+            expected: "refused with the reason; nothing run",
+            passed: e.log.len() == cases.len()
+                && row.starts_with(&format!("refused|{tag}|"))
+                && row.contains(reason),
             observed: e.describe(),
         });
     }
@@ -420,7 +462,7 @@ fn event_rows(h: &mut Harness, out: &mut Vec<Outcome>) {
              || current_setting('work_mem')",
     );
     out.push(Outcome {
-        name: "publisher: the rows above, taken together".into(),
+        name: "both sides: the events above, taken together".into(),
         expected:
             "the subscriber still has t, and no pwned table, function or role; work_mem unchanged",
         passed: damage == "1 0 0 4MB",
@@ -685,7 +727,7 @@ fn encodings(h: &Harness, out: &mut Vec<Outcome>) {
 
 /// Whether subscription `name` has confirmed everything the publisher had written, within
 /// [`TIMEOUT`].
-fn caught_up(publisher: &Cluster, name: &str) -> bool {
+pub(crate) fn caught_up(publisher: &Cluster, name: &str) -> bool {
     let target = query(publisher, "SELECT pg_current_wal_lsn()");
     let check = format!(
         "SELECT replay_lsn >= '{target}' FROM pg_stat_replication WHERE application_name = '{name}'"

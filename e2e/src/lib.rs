@@ -3,6 +3,7 @@
 //! (`cargo xtask install --debug`, which `cargo xtask test` runs first).
 #![deny(missing_docs)]
 
+pub mod attacks;
 pub mod compare;
 pub mod contention;
 pub mod faults;
@@ -11,7 +12,9 @@ pub mod pgtree;
 pub mod readme;
 mod replication;
 
-pub use replication::{ddl_subscriber, query, subscribe, subscribe_in, wait_caught_up};
+pub use replication::{
+    ddl_subscriber, deliver_events, query, subscribe, subscribe_in, wait_caught_up,
+};
 
 use ddl_testkit::{Cluster, ClusterBuilder};
 

@@ -80,3 +80,48 @@ pub fn wait_caught_up(publisher: &Cluster, subscriber: &Cluster, name: &str, tim
         },
     );
 }
+
+/// Delivers hand-made DDL events straight into `subscriber`'s `ddl_sync.events` as the apply
+/// worker of subscription `name` would: under that subscription's replication origin, which
+/// only a superuser session can take, while the subscription is disabled (an origin is used by
+/// one process at a time). Each event is `(dialect, kind, command tag, statement)`; they replay
+/// through the apply trigger like arriving ones.
+///
+/// The output plugin sends only records its capture sealed, and the capture writes only the
+/// dialects a server parses (postgres, tsql): this is how tests reach the replay with anything
+/// else (another dialect's adapter, a statement no capture would write).
+pub fn deliver_events(subscriber: &Cluster, name: &str, events: &[(&str, &str, &str, &str)]) {
+    query(subscriber, &format!("ALTER SUBSCRIPTION {name} DISABLE"));
+    wait_for(
+        &format!("the apply worker of {name} to stop"),
+        Duration::from_secs(30),
+        || {
+            let workers = query(
+                subscriber,
+                &format!("SELECT count(pid) FROM pg_stat_subscription WHERE subname = '{name}'"),
+            );
+            if workers == "0" {
+                Ok(())
+            } else {
+                Err(workers)
+            }
+        },
+    );
+    let mut sql = format!(
+        "SELECT pg_replication_origin_session_setup('pg_' || oid) FROM pg_subscription
+          WHERE subname = '{name}';"
+    );
+    for (n, (dialect, kind, tag, statement)) in events.iter().enumerate() {
+        sql.push_str(&crate::hostile::event_insert_sql(
+            n as u32 + 1,
+            dialect,
+            kind,
+            tag,
+            statement,
+        ));
+        sql.push(';');
+    }
+    sql.push_str("SELECT pg_replication_origin_session_reset();");
+    query(subscriber, &sql);
+    query(subscriber, &format!("ALTER SUBSCRIPTION {name} ENABLE"));
+}

@@ -12,15 +12,20 @@
 //!    committed are counted on the subscriber by sequence number (`ddl_e2e::faults`). Every
 //!    other trial uses a subscription with `streaming = on`.
 //! 2. Hostile inputs on both sides (`ddl_e2e::hostile`).
-//! 3. Lock contention on the subscriber (`ddl_e2e::contention`).
+//! 3. Attacks by an ordinary role (`ddl_e2e::attacks`): forged, replayed and poisoned records,
+//!    spoofed keys, privileges, missing roles, search_path hijacks, code that would run as the
+//!    subscription owner, user-settable switches.
+//! 4. Lock contention on the subscriber (`ddl_e2e::contention`).
 //!
 //! The same code runs in small in `cargo test -p ddl-e2e` (tests `faults`, `hostile`,
-//! `contention`). The libraries installed are release builds (what users run) unless
-//! `--debug`. The command fails when any trial or case failed, after writing the report.
+//! `attacks`, `contention`; `attacks` runs in full). The libraries installed are release
+//! builds (what users run) unless `--debug`. The command fails when any trial or case failed,
+//! after writing the report.
 
 use crate::install::{install, Profile};
 use crate::report::{write_section, Machine};
 use crate::Result;
+use ddl_e2e::attacks;
 use ddl_e2e::contention;
 use ddl_e2e::faults::{self, Plan, Rng, Side};
 use ddl_e2e::hostile;
@@ -33,10 +38,12 @@ const FILE: &str = "RELIABILITY.md";
 const INTRO: &str = "# Reliability\n\n\
     The fault and bad-input campaign of ddl_sync. Every section but `Fuzzing` is written by \
     `cargo xtask reliability` (the command is in each section); `Fuzzing` is filled in by hand. \
-    Small versions of the crash, hostile-input and lock tests run with the ordinary tests \
-    (`cargo test -p ddl-e2e --test faults --test hostile --test contention`).\n";
+    Small versions of the crash, hostile-input and lock tests, and all the attacks, run with \
+    the ordinary tests \
+    (`cargo test -p ddl-e2e --test faults --test hostile --test attacks --test contention`).\n";
 const CRASHES: &str = "## Crashes (kill -9)";
 const HOSTILE: &str = "## Hostile inputs";
+const ATTACKS: &str = "## Attacks";
 const CONTENTION: &str = "## Lock contention";
 const FUZZING: &str = "## Fuzzing";
 /// Fuzz targets of `ddl-wire/fuzz` and the entry points each drives.
@@ -76,6 +83,7 @@ pub fn run(args: &[&str]) -> Result {
 
     let crashes = crash_trials(&settings);
     let hostile = catch("hostile inputs", hostile::run);
+    let attacks = catch("attacks", attacks::run);
     let contention = [
         ("lock wait", catch("lock wait", contention::lock_wait)),
         ("deadlock", catch("deadlock", contention::deadlock)),
@@ -103,6 +111,7 @@ pub fn run(args: &[&str]) -> Result {
         &crash_section(&settings, &crashes, &header),
     )?;
     write_section(FILE, INTRO, HOSTILE, &hostile_section(&hostile, &header))?;
+    write_section(FILE, INTRO, ATTACKS, &attacks_section(&attacks, &header))?;
     write_section(
         FILE,
         INTRO,
@@ -112,18 +121,20 @@ pub fn run(args: &[&str]) -> Result {
     ensure_fuzzing_section()?;
 
     let failed_trials = crashes.iter().filter(|t| !t.passed()).count();
-    let failed_cases = match &hostile {
+    let failed = |outcomes: &std::result::Result<Vec<hostile::Outcome>, String>| match outcomes {
         Ok(outcomes) => outcomes.iter().filter(|o| !o.passed).count(),
         Err(_) => 1,
     };
+    let failed_cases = failed(&hostile);
+    let failed_attacks = failed(&attacks);
     let failed_locks = contention
         .iter()
         .filter(|(_, r)| !r.as_ref().is_ok_and(|r| r.passed(contention::ALTER)))
         .count();
-    if failed_trials + failed_cases + failed_locks > 0 {
+    if failed_trials + failed_cases + failed_attacks + failed_locks > 0 {
         return Err(format!(
-            "{failed_trials} crash trials, {failed_cases} hostile cases and {failed_locks} lock \
-             scenarios failed (see {FILE})"
+            "{failed_trials} crash trials, {failed_cases} hostile cases, {failed_attacks} \
+             attacks and {failed_locks} lock scenarios failed (see {FILE})"
         ));
     }
     Ok(())
@@ -428,12 +439,48 @@ fn hostile_section(
          publisher must arrive (nothing after a bad input is lost), and what the case left in \
          the subscriber's apply log and the publisher's server log is shown.",
     ));
+    outcome_table(&mut out, outcomes, "cases", "input");
+    out
+}
+
+fn attacks_section(
+    outcomes: &std::result::Result<Vec<hostile::Outcome>, String>,
+    header: &dyn Fn(&str) -> String,
+) -> String {
+    let mut out = format!("{ATTACKS}\n\n");
+    out.push_str(&header(
+        "The attacker is `mallory`, made with `CREATE ROLE mallory LOGIN` and nothing else, on \
+         the publisher and where a case needs it on the subscriber (`ghost` exists only on the \
+         publisher, `eve` only on the subscriber). One publisher and one subscriber \
+         (conflict policy `error`, every DDL kind), one attack after another (`ddl_e2e::attacks`, \
+         whose module documentation lists the classes). Each attack must fail, and say why: a \
+         WARNING in the publisher's log with the `rejected` counter of \
+         `ddl_sync.publication_stats`, an apply log row of the subscriber's `ddl_sync.events` \
+         with its detail, or the attacker's error. After each, a genuine DDL statement and a \
+         marker row committed on the publisher must arrive, through the same walsender \
+         process. Planted code calls `mallory_escalate`, which writes into `attack_log` and \
+         makes mallory a superuser when it runs as one; the last row checks that this never \
+         happened on either node. \"setup\" rows are the attacker's ordinary DDL, which must \
+         replicate as usual. The same attacks run with \
+         `cargo test -p ddl-e2e --test attacks` (after `cargo xtask install --debug`).",
+    ));
+    outcome_table(&mut out, outcomes, "attacks", "attack");
+    out
+}
+
+/// `N of M <what> as expected.` and the table of `outcomes`, whose first column is `first`.
+fn outcome_table(
+    out: &mut String,
+    outcomes: &std::result::Result<Vec<hostile::Outcome>, String>,
+    what: &str,
+    first: &str,
+) {
     match outcomes {
-        Err(e) => out.push_str(&format!("The cases did not finish: {}\n", cell(e))),
+        Err(e) => out.push_str(&format!("The {what} did not finish: {}\n", cell(e))),
         Ok(outcomes) => {
             let passed = outcomes.iter().filter(|o| o.passed).count();
             out.push_str(&format!(
-                "{passed} of {} cases as expected.\n\n| input | expected | observed | result |\n|---|---|---|---|\n",
+                "{passed} of {} {what} as expected.\n\n| {first} | expected | observed | result |\n|---|---|---|---|\n",
                 outcomes.len()
             ));
             for o in outcomes {
@@ -447,7 +494,6 @@ fn hostile_section(
             }
         }
     }
-    out
 }
 
 fn contention_section(

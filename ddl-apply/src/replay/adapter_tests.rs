@@ -211,7 +211,8 @@ mod tests {
         Spi::run(
             "CREATE TABLE ddl_sync_t_calls (dialect_setting text);
              CREATE FUNCTION ddl_sync_t_full_tsql(sql text, context jsonb)
-             RETURNS ddl_sync.adapter_result LANGUAGE plpgsql AS $$
+             RETURNS ddl_sync.adapter_result LANGUAGE plpgsql
+             SET search_path FROM CURRENT AS $$
              BEGIN
                  INSERT INTO ddl_sync_t_calls
                  VALUES (coalesce(current_setting('babelfishpg_tsql.sql_dialect', true), '-'));

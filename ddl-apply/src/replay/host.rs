@@ -1,7 +1,7 @@
 //! The server side of the adapter API: what an adapter may ask of PostgreSQL while it replays.
 
-use crate::replay::detach;
 use crate::replay::statement::{self, Checked};
+use crate::replay::{apply_code, detach};
 use ddl_adapter::{Context, Host, Outcome};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -16,6 +16,9 @@ use std::ffi::{CStr, CString};
 struct Claim {
     tag: String,
     kind: &'static str,
+    /// The search_path the statement ran with on its origin, set only while a claimed
+    /// statement runs.
+    search_path: String,
     /// Why a statement an adapter ran was refused: the row then says `refused`.
     refusal: Option<String>,
 }
@@ -34,10 +37,11 @@ pub struct ServerHost {
 }
 
 impl ServerHost {
-    pub fn new(checked: &Checked) -> ServerHost {
+    pub fn new(checked: &Checked, search_path: &str) -> ServerHost {
         let claim = Claim {
             tag: checked.tag.clone(),
             kind: checked.kind.token(),
+            search_path: search_path.to_string(),
             refusal: None,
         };
         ServerHost {
@@ -51,27 +55,29 @@ impl ServerHost {
         CLAIM.with_borrow(|c| c.as_ref().and_then(|c| c.refusal.clone()))
     }
 
-    /// Becomes `role` when it exists here and the current user (the subscription owner) may
-    /// become it; otherwise stays, and says why for the row.
-    pub fn enter_role(&mut self, ctx: &mut Context, role: &str) -> Option<String> {
-        if role.is_empty() {
-            return None;
-        }
+    /// Becomes `role`, or says why it cannot: the statement is then refused, never run as the
+    /// subscription owner instead (a superuser on PostgreSQL 15: a role that exists only on the
+    /// publisher would otherwise create, say, SECURITY DEFINER functions owned by a superuser).
+    pub fn enter_role(&mut self, ctx: &mut Context, role: &str) -> Result<(), String> {
         let current = current_user_name();
         let Ok(name) = CString::new(role) else {
-            return Some(format!("role name is not valid; ran as {current}"));
+            return Err("the event's role name holds a NUL byte".into());
         };
+        if role.is_empty() {
+            return Err("the event names no role to run the statement as".into());
+        }
         // SAFETY: catalog lookups and the user switch fmgr makes for SECURITY DEFINER.
         unsafe {
             let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
             if roleid == pg_sys::InvalidOid {
-                return Some(format!(
-                    "role \"{role}\" does not exist here; ran as {current}"
+                return Err(format!(
+                    "role \"{role}\" does not exist on this subscriber; create it (with the \
+                     rights it should have here) and the statement can be replayed"
                 ));
             }
             if !pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) {
-                return Some(format!(
-                    "{current} may not become role \"{role}\"; ran as {current}"
+                return Err(format!(
+                    "the subscription owner {current} may not become role \"{role}\""
                 ));
             }
             let mut user = pg_sys::InvalidOid;
@@ -84,7 +90,7 @@ impl ServerHost {
             self.saved_user = Some((user, sec));
         }
         ctx.role_switched = true;
-        None
+        Ok(())
     }
 
     /// Back to the subscription owner. (After an ERROR the transaction abort does it.)
@@ -150,8 +156,10 @@ pub fn replaying() -> bool {
 /// Checks `sql` against the claim of the event being replayed and runs it from its parse tree.
 /// A refused statement is not run: the outcome is fatal and the row will say `refused`.
 pub fn execute_claimed(sql: &str) -> Outcome {
-    let Some((tag, kind)) = CLAIM.with_borrow(|c| c.as_ref().map(|c| (c.tag.clone(), c.kind)))
-    else {
+    let Some((tag, kind, search_path)) = CLAIM.with_borrow(|c| {
+        c.as_ref()
+            .map(|c| (c.tag.clone(), c.kind, c.search_path.clone()))
+    }) else {
         return Outcome::Fatal("no DDL event is being replayed".into());
     };
     let parsed = match statement::parse_one(sql)
@@ -171,8 +179,39 @@ pub fn execute_claimed(sql: &str) -> Outcome {
     let Ok(text) = CString::new(sql) else {
         return Outcome::Fatal("the statement contains a NUL byte".into());
     };
-    // SAFETY: the tree was just parsed from `text` in this call.
-    unsafe {
+    // SAFETY: reads the current user's catalog row.
+    if unsafe { pg_sys::superuser() } {
+        run_parsed(&parsed, &text, sql, &search_path);
+        return Outcome::Success;
+    }
+    // A role that is not a superuser here: the statement runs in a subtransaction of its own,
+    // undone when it left behind code that would run as the subscription owner during apply.
+    let attempt = || {
+        // SAFETY: assigns this subtransaction's xid (it writes catalogs anyway), so that the
+        // rows the statement writes can be told from older ones.
+        let since = unsafe { pg_sys::GetCurrentTransactionId() };
+        run_parsed(&parsed, &text, sql, &search_path);
+        apply_code::refusal(since)
+    };
+    match in_subtransaction(attempt, Option::is_none) {
+        Ok(None) => Outcome::Success,
+        Ok(Some(reason)) => {
+            let reason = format!("\"{sql}\" is refused: {reason}");
+            CLAIM.with_borrow_mut(|c| {
+                if let Some(c) = c {
+                    c.refusal.get_or_insert_with(|| reason.clone());
+                }
+            });
+            Outcome::Fatal(reason)
+        }
+        Err(message) => Outcome::Fatal(message),
+    }
+}
+
+/// Runs a checked statement with the event's search_path, and what a concurrent detach leaves.
+fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, search_path: &str) {
+    // SAFETY: the tree was just parsed from `text` by the caller.
+    let detach = with_search_path(search_path, || unsafe {
         // Read before the detach takes the partition constraint away.
         let detach = detach::concurrent_detach((*parsed.stmt).stmt);
         if statement::make_transactional((*parsed.stmt).stmt) {
@@ -181,36 +220,69 @@ pub fn execute_claimed(sql: &str) -> Outcome {
             );
         }
         statement::create_empty((*parsed.stmt).stmt);
-        statement::execute(&parsed, &text);
-        if let Some(check) = detach {
-            check.add();
-        }
+        statement::execute(parsed, text);
+        detach
+    });
+    if let Some(check) = detach {
+        // SAFETY: in the transaction that ran the detach.
+        unsafe { check.add() };
     }
-    Outcome::Success
 }
 
-/// Sets search_path for the rest of the transaction and returns the value it had.
-pub fn set_search_path(path: &str) -> String {
-    let previous = Spi::get_one::<String>("SELECT pg_catalog.current_setting('search_path')")
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    Spi::run_with_args(
-        "SELECT pg_catalog.set_config('search_path', $1, true)",
-        &[path.into()],
-    )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot set search_path to {path}: {e}"));
-    previous
+/// Runs `f` with `path` as search_path, then undoes every setting changed inside (an ERROR
+/// inside leaves that to the abort of the (sub)transaction).
+///
+/// Only the event's own statement (and the name lookups that must see what it sees) runs
+/// under the event's search_path: anything else ddl_sync does in between (its own queries, as
+/// the subscription owner) would otherwise resolve operators and functions in schemas the
+/// publisher's roles can write to.
+pub fn with_search_path<R>(path: &str, f: impl FnOnce() -> R) -> R {
+    // The output plugin sends no record with a NUL byte; a row that has one runs nothing.
+    let value = CString::new(path).unwrap_or_default();
+    // SAFETY: a new GUC nest level, the setting saved in it, and the level popped after, as
+    // fmgr does for a function's `SET` clause, but popped as on abort (as PostgreSQL's index
+    // builds do): code the statement runs (a function in a USING expression, say) may call
+    // set_config(..., false), which a committed level would keep for the apply worker's
+    // session, its search_path included.
+    unsafe {
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let result = f();
+        pg_sys::AtEOXact_GUC(false, nest);
+        result
+    }
 }
 
-/// Sets `ddl_sync.replay_origin` (read by the capture in ddl_pgoutput.so) until the end of the
-/// transaction at the latest; empty while nothing is being replayed.
-pub fn set_replay_origin(origin: &str) {
-    Spi::run_with_args(
-        "SELECT pg_catalog.set_config('ddl_sync.replay_origin', $1, true)",
-        &[origin.into()],
-    )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot set ddl_sync.replay_origin: {e}"));
+/// Tells the capture (`ddl_pgoutput.so`, when this node publishes DDL too) where the statement
+/// being replayed first ran, or that none is (`None`). A function of that library, not a
+/// setting: nothing a replayed statement runs can change it.
+pub fn set_replay_origin(origin: Option<(i64, u64)>) {
+    type Setter = unsafe extern "C-unwind" fn(bool, u64, u64);
+    // SAFETY: looks up a function the library exports with this signature (ddl-capture's
+    // replay_origin.rs); the library is installed with ddl_sync and loaded once per process.
+    unsafe {
+        let f = pg_sys::load_external_function(
+            c"$libdir/ddl_pgoutput".as_ptr(),
+            c"ddl_sync_set_replay_origin".as_ptr(),
+            false,
+            std::ptr::null_mut(),
+        );
+        if f.is_null() {
+            return;
+        }
+        let setter: Setter = std::mem::transmute::<*mut std::ffi::c_void, Setter>(f);
+        let (sysid, lsn) = origin.unwrap_or_default();
+        setter(origin.is_some(), sysid as u64, lsn);
+    }
 }
 
 /// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and comes back as
@@ -275,7 +347,8 @@ mod tests {
     /// Checks and runs `sql` as the replay does.
     fn replay(sql: &str, tag: &str, kind: &str) {
         let checked = check(sql, tag, kind).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let outcome = ServerHost::new(&checked).execute(sql);
+        let path = Spi::get_one::<String>("SHOW search_path").unwrap().unwrap();
+        let outcome = ServerHost::new(&checked, &path).execute(sql);
         assert!(outcome.is_success(), "{sql}: {outcome:?}");
     }
 

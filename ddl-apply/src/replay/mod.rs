@@ -13,6 +13,7 @@ mod activity;
 #[cfg(any(test, feature = "pg_test"))]
 mod adapter_tests;
 mod adapters;
+mod apply_code;
 mod c_abi;
 mod detach;
 mod host;
@@ -124,19 +125,24 @@ fn replay_event(event: &Event<'_>) -> Verdict {
         log_verdict(event, &subscription, &verdict);
         return verdict;
     };
-    // The statement is read, checked and run with the search_path it ran with; the apply
-    // worker's own (empty) one comes back afterwards, whatever happened.
-    let previous_path = host::set_search_path(event.search_path);
     // The capture (when this node publishes DDL too) records the statement as forwarded, with
     // the origin it came from, so the next node of a cascade keys it the same way.
-    host::set_replay_origin(&event.origin);
+    host::set_replay_origin(parse_origin(&event.origin));
     let activity = activity::Activity::report(&event.origin, event.sql);
     let verdict = check_and_run(event, &subscription, &config);
     drop(activity);
-    host::set_replay_origin("");
-    host::set_search_path(&previous_path);
+    host::set_replay_origin(None);
     log_verdict(event, &subscription, &verdict);
     verdict
+}
+
+/// `(system identifier, LSN)` from `"<system identifier> <LSN as X/Y>"`.
+fn parse_origin(origin: &str) -> Option<(i64, u64)> {
+    let (sysid, lsn) = origin.split_once(' ')?;
+    let (hi, lo) = lsn.split_once('/')?;
+    let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
+        | u64::from(u32::from_str_radix(lo, 16).ok()?);
+    Some((sysid.parse().ok()?, lsn))
 }
 
 /// One line per replicated statement in the subscriber's log: LOG for what changed the schema
@@ -161,7 +167,8 @@ fn check_and_run(
     subscription: &Subscription,
     config: &subscription::Config,
 ) -> Verdict {
-    let checked = match check(event) {
+    // Names in the statement resolve as the statement will: with the event's search_path.
+    let checked = match host::with_search_path(event.search_path, || check(event)) {
         Ok(checked) => checked,
         Err(reason) => return Verdict::new("refused", reason),
     };
@@ -176,10 +183,28 @@ fn check_and_run(
             ),
         );
     }
+    // The subscriber's rules judge the object the statement will change here, not what the
+    // record says it changed on the publisher: the two differ when the search_path finds
+    // another schema first on this node.
+    if let Some(here) = &checked.schema {
+        if !event.schema_name.is_empty() && here != event.schema_name {
+            return Verdict::new(
+                "refused",
+                format!(
+                    "the statement's relation is in schema \"{here}\" here but was in \"{}\" on \
+                     the publisher (search_path {})",
+                    event.schema_name, event.search_path
+                ),
+            );
+        }
+    }
     let candidate = DdlCandidate {
         kind: checked.kind,
         tag: &checked.tag,
-        schema: (!event.schema_name.is_empty()).then_some(event.schema_name),
+        schema: checked
+            .schema
+            .as_deref()
+            .or((!event.schema_name.is_empty()).then_some(event.schema_name)),
         identity: (!event.object_identity.is_empty()).then_some(event.object_identity),
         sql: event.sql,
     };
@@ -222,6 +247,7 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
     Ok(Checked {
         tag: event.command_tag.to_string(),
         kind,
+        schema: None,
     })
 }
 
@@ -233,7 +259,7 @@ fn run(
     conflict: Conflict,
     subscription: pg_sys::Oid,
 ) -> Verdict {
-    let mut host = ServerHost::new(checked);
+    let mut host = ServerHost::new(checked, event.search_path);
     let mut ctx = Context {
         dialect: event.dialect.to_string(),
         database: event.database_name.to_string(),
@@ -241,7 +267,9 @@ fn run(
         role: event.role_name.to_string(),
         ..Context::default()
     };
-    let role_note = host.enter_role(&mut ctx, event.role_name);
+    if let Err(reason) = host.enter_role(&mut ctx, event.role_name) {
+        return Verdict::new("refused", reason);
+    }
     let attempt = || {
         let mut outcome = adapter.init_context(&mut ctx, &mut host);
         if outcome.is_success() {
@@ -267,7 +295,7 @@ fn run(
     match outcome {
         Outcome::Success => Verdict {
             status: "applied",
-            detail: role_note,
+            detail: None,
             adapter: None,
         },
         Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
@@ -275,16 +303,10 @@ fn run(
             stats::record(subscription, &message);
             error!("{message}")
         }
-        Outcome::Retryable(e) | Outcome::Fatal(e) => {
-            let detail = match role_note {
-                Some(note) => format!("{e} ({note})"),
-                None => e,
-            };
-            Verdict {
-                status: "failed",
-                detail: Some(detail),
-                adapter: None,
-            }
-        }
+        Outcome::Retryable(e) | Outcome::Fatal(e) => Verdict {
+            status: "failed",
+            detail: Some(e),
+            adapter: None,
+        },
     }
 }

@@ -57,6 +57,80 @@ pub unsafe fn object_type(node: *mut pg_sys::Node) -> Option<Cow<'static, str>> 
     }
 }
 
+/// The schema, on this node, of the relation a statement creates or works on, where the
+/// statement names one: the subscriber's rules and the publisher's record must agree on it.
+/// `None` for statements about other objects (the record's schema then stands) and for a
+/// relation that does not exist here (the statement fails on its own).
+///
+/// # Safety
+/// `node` is a raw parse tree; runs in a transaction with the event's search_path set.
+pub unsafe fn relation_schema(node: *mut pg_sys::Node) -> Option<String> {
+    use pg_sys::NodeTag as T;
+    let (relation, creates) = match (*node).type_ {
+        T::T_CreateStmt => ((*(node as *mut pg_sys::CreateStmt)).relation, true),
+        T::T_ViewStmt => ((*(node as *mut pg_sys::ViewStmt)).view, true),
+        T::T_CreateTableAsStmt => {
+            let into = (*(node as *mut pg_sys::CreateTableAsStmt)).into;
+            (
+                if into.is_null() {
+                    std::ptr::null_mut()
+                } else {
+                    (*into).rel
+                },
+                true,
+            )
+        }
+        T::T_AlterTableStmt => ((*(node as *mut pg_sys::AlterTableStmt)).relation, false),
+        T::T_IndexStmt => ((*(node as *mut pg_sys::IndexStmt)).relation, false),
+        T::T_CreateTrigStmt => ((*(node as *mut pg_sys::CreateTrigStmt)).relation, false),
+        T::T_RuleStmt => ((*(node as *mut pg_sys::RuleStmt)).relation, false),
+        T::T_RenameStmt => ((*(node as *mut pg_sys::RenameStmt)).relation, false),
+        // The capture sees the relation after the move: in its new schema.
+        T::T_AlterObjectSchemaStmt => {
+            let stmt = node as *mut pg_sys::AlterObjectSchemaStmt;
+            if (*stmt).relation.is_null() || (*stmt).newschema.is_null() {
+                return None;
+            }
+            return Some(
+                CStr::from_ptr((*stmt).newschema)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        _ => return None,
+    };
+    if relation.is_null() {
+        return None;
+    }
+    let namespace = if creates {
+        if !(*relation).schemaname.is_null() {
+            return Some(
+                CStr::from_ptr((*relation).schemaname)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+        // The first schema of the search_path that exists, as the statement will choose it.
+        let found =
+            host::in_subtransaction(|| pg_sys::RangeVarGetCreationNamespace(relation), |_| true);
+        found.ok()?
+    } else {
+        let relid = pg_sys::RangeVarGetRelidExtended(
+            relation,
+            pg_sys::NoLock as pg_sys::LOCKMODE,
+            pg_sys::RVROption::RVR_MISSING_OK,
+            None,
+            std::ptr::null_mut(),
+        );
+        if relid == pg_sys::InvalidOid {
+            return None;
+        }
+        pg_sys::get_rel_namespace(relid)
+    };
+    let name = pg_sys::get_namespace_name(namespace);
+    (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+}
+
 /// The relation kind of `relation`, when it names one that exists.
 unsafe fn relation_type(relation: *mut pg_sys::RangeVar) -> Option<&'static str> {
     if relation.is_null() {

@@ -14,6 +14,9 @@ pub struct Checked {
     pub tag: String,
     /// Its real kind.
     pub kind: DdlKind,
+    /// The schema, here, of the relation it creates or works on (see
+    /// [`object::relation_schema`]); `None` when it names no relation.
+    pub schema: Option<String>,
 }
 
 impl Checked {
@@ -100,9 +103,12 @@ pub fn check_parsed(
             kind.token()
         ));
     }
+    // SAFETY: as above.
+    let schema = unsafe { object::relation_schema((*parsed.stmt).stmt) };
     Ok(Checked {
         tag: parsed.tag.clone(),
         kind,
+        schema,
     })
 }
 

@@ -18,9 +18,11 @@ mod sql;
 
 pub use pending::count_capture;
 pub use sql::{
-    ddl_sync_publication_rule_stats_wrapper, ddl_sync_publication_stats_wrapper,
-    ddl_sync_reset_publication_stats_wrapper, pg_finfo_ddl_sync_publication_rule_stats_wrapper,
-    pg_finfo_ddl_sync_publication_stats_wrapper, pg_finfo_ddl_sync_reset_publication_stats_wrapper,
+    ddl_sync_publication_rejected_stats_wrapper, ddl_sync_publication_rule_stats_wrapper,
+    ddl_sync_publication_stats_wrapper, ddl_sync_reset_publication_stats_wrapper,
+    pg_finfo_ddl_sync_publication_rejected_stats_wrapper,
+    pg_finfo_ddl_sync_publication_rule_stats_wrapper, pg_finfo_ddl_sync_publication_stats_wrapper,
+    pg_finfo_ddl_sync_reset_publication_stats_wrapper,
 };
 
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -44,6 +46,11 @@ struct PublicationSlot {
     last_captured_at: AtomicI64,
     last_emitted_at: AtomicI64,
     last_emitted_lsn: AtomicU64,
+    /// `ddl_sync` messages refused while decoding for the publication (not sealed by the
+    /// capture in their transaction, or malformed).
+    rejected: AtomicU64,
+    last_rejected_at: AtomicI64,
+    last_rejected_lsn: AtomicU64,
     reset_at: AtomicI64,
 }
 
@@ -192,5 +199,19 @@ pub fn count_emitted(publication: pg_sys::Oid, lsn: pg_sys::XLogRecPtr) {
         slot.emitted.fetch_add(1, Relaxed);
         slot.last_emitted_at.store(now, Relaxed);
         slot.last_emitted_lsn.fetch_max(lsn, Relaxed);
+    });
+}
+
+/// Counts a `ddl_sync` message at `lsn` that a decoding session asking for `publication` refused.
+pub fn count_rejected(publication: pg_sys::Oid, lsn: pg_sys::XLogRecPtr) {
+    if !available() {
+        return;
+    }
+    // SAFETY: plain reads of backend globals.
+    let (database, now) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetCurrentTimestamp()) };
+    with_publication(key(database, publication), |slot| {
+        slot.rejected.fetch_add(1, Relaxed);
+        slot.last_rejected_at.store(now, Relaxed);
+        slot.last_rejected_lsn.fetch_max(lsn, Relaxed);
     });
 }

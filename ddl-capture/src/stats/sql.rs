@@ -63,6 +63,41 @@ fn ddl_sync_publication_stats() -> TableIterator<
     TableIterator::new(rows)
 }
 
+/// One row per publication of this database for which a decoding session refused `ddl_sync`
+/// messages (forged, copied from another transaction, or malformed). A function of its own so
+/// that the previous version's `publication_counters()` keeps its columns.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile)]
+fn ddl_sync_publication_rejected_stats() -> TableIterator<
+    'static,
+    (
+        name!(publication, pg_sys::Oid),
+        name!(rejected, i64),
+        name!(last_rejected_at, Option<TimestampWithTimeZone>),
+        name!(last_rejected_lsn, Option<i64>),
+    ),
+> {
+    let mut rows = Vec::new();
+    if available() {
+        let stats = STATS.share();
+        for slot in &stats.publications {
+            let key = slot.key.load(Relaxed);
+            let rejected = slot.rejected.load(Relaxed);
+            if key == 0 || key >> 32 != database() || rejected == 0 {
+                continue;
+            }
+            let lsn = slot.last_rejected_lsn.load(Relaxed);
+            rows.push((
+                publication_of(key),
+                rejected as i64,
+                timestamp(slot.last_rejected_at.load(Relaxed)),
+                (lsn != 0).then_some(lsn as i64),
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
 /// One row per (publication, `publication_sync` row, rule) that kept statements from a
 /// publication of this database: `rule` is the rule's number in the row's rules (from 0), or
 /// -1 for the row's kinds; `row` 0 means no enabled row applied.
@@ -130,6 +165,9 @@ fn ddl_sync_reset_publication_stats(publication: Option<pg_sys::Oid>) {
         slot.last_captured_at.store(0, Relaxed);
         slot.last_emitted_at.store(0, Relaxed);
         slot.last_emitted_lsn.store(0, Relaxed);
+        slot.rejected.store(0, Relaxed);
+        slot.last_rejected_at.store(0, Relaxed);
+        slot.last_rejected_lsn.store(0, Relaxed);
         slot.reset_at.store(now, Relaxed);
         if gone.contains(&key) {
             slot.reset_at.store(0, Relaxed);

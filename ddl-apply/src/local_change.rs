@@ -1,0 +1,62 @@
+//! "This change is ddl_sync's own": a flag in backend memory, not a setting.
+//!
+//! The extension's node-local tables (`publication_sync`, `subscription_ddl`,
+//! `subscription_counters`, `adapter`) are published by FOR ALL TABLES publications, so a
+//! subscriber's apply worker receives the publisher's rows of them; a REPLICA trigger
+//! (`ddl_sync.skip_replicated_row`) drops those. The extension's own writes in replica mode (an
+//! apply-log counter, a rule removed after a replayed DROP) must go through, and say so here.
+//!
+//! This used to be the setting `ddl_sync.local_change`, which any SQL can set: a replayed
+//! statement's code running in the apply worker (a default expression, a function body) could
+//! turn it on for the worker's whole session and let the publisher's rows into the
+//! subscriber's configuration. The flag can only be set by `ddl_sync.set_local_change`, whose
+//! EXECUTE is revoked from PUBLIC (`sql/privileges.sql`), and it is cleared at the end of
+//! every transaction and the abort of every subtransaction, so an ERROR never leaves it on.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::cell::Cell;
+
+thread_local! {
+    static ON: Cell<bool> = const { Cell::new(false) };
+    static CALLBACKS_REGISTERED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current change is the extension's own.
+#[pg_extern(volatile, parallel_restricted)]
+fn local_change() -> bool {
+    ON.get()
+}
+
+/// Marks the changes that follow as the extension's own (`on`), or not; returns the previous
+/// value so that a caller can put it back.
+#[pg_extern(volatile, parallel_restricted)]
+pub fn set_local_change(on: bool) -> bool {
+    if !CALLBACKS_REGISTERED.get() {
+        // SAFETY: registers functions that live as long as the library (never unloaded).
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(clear_at_xact_end), std::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(clear_at_subxact_abort), std::ptr::null_mut());
+        }
+        CALLBACKS_REGISTERED.set(true);
+    }
+    ON.replace(on)
+}
+
+unsafe extern "C-unwind" fn clear_at_xact_end(
+    _event: pg_sys::XactEvent::Type,
+    _arg: *mut std::ffi::c_void,
+) {
+    ON.set(false);
+}
+
+unsafe extern "C-unwind" fn clear_at_subxact_abort(
+    event: pg_sys::SubXactEvent::Type,
+    _mine: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _arg: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        ON.set(false);
+    }
+}

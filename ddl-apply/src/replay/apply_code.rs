@@ -1,0 +1,89 @@
+//! Code that a replayed statement would make run during apply, as the subscription owner.
+//!
+//! PostgreSQL 15's apply worker applies every row as the subscription owner, a superuser. Code
+//! attached to a table therefore runs with a superuser's rights on the subscriber whenever a
+//! row of that table arrives: triggers and rules enabled ALWAYS or REPLICA, and the functions
+//! called by CHECK constraints, defaults (filled in for columns the publisher does not send),
+//! generated columns, index expressions and predicates, partition keys and domain constraints.
+//! Natively only a subscriber-side table owner can attach such code; replicated DDL would hand
+//! that to every publisher role that may create a table. So a statement replayed as a role that
+//! is not a superuser here is refused when it leaves behind:
+//! - a trigger or rule enabled ALWAYS or REPLICA (the only ones an apply worker fires);
+//! - an expression that calls a function (directly, or as an operator's implementation) that is
+//!   neither owned by a superuser nor SECURITY DEFINER (which runs as its owner anyway).
+//!
+//! "Leaves behind" is read from the catalogs: the rows the statement inserted or updated carry
+//! the xid of the subtransaction it ran in (or of one below it), which no earlier statement's
+//! rows do. Both sides of a call count: a new expression calling an old function, and an old
+//! expression calling a function the statement changed (`CREATE OR REPLACE`, `ALTER FUNCTION
+//! ... SECURITY INVOKER`, `OWNER TO`). PostgreSQL 16 and later apply as the table's owner by default (`run_as_owner =
+//! false`), which makes this check unnecessary there (see SECURITY.md).
+
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+
+/// Why the statement just run (in the subtransaction whose xid is `since`) must be undone, or
+/// `None`. Runs with ddl_sync's own search_path (every name below is qualified anyway).
+pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
+    // xmin >= since, wraparound-safe: age() counts back from the transaction's own xid, and the
+    // statement's rows are younger than anything before its subtransaction.
+    // One row always (NULL when nothing is wrong): get_one reports an empty result as an error.
+    const QUERY: &str = "
+        SELECT (SELECT reason FROM (
+        WITH mine AS (SELECT pg_catalog.age($1::pg_catalog.text::pg_catalog.xid) AS age),
+        calls AS (
+            SELECT d.classid, d.objid, d.objsubid, f.oid AS fn, f.proowner
+              FROM pg_catalog.pg_depend d
+              JOIN pg_catalog.pg_operator op
+                ON d.refclassid = 'pg_catalog.pg_operator'::pg_catalog.regclass
+               AND op.oid OPERATOR(pg_catalog.=) d.refobjid
+              JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) op.oprcode::pg_catalog.oid
+             WHERE pg_catalog.age(d.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+                OR pg_catalog.age(f.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+            UNION ALL
+            SELECT d.classid, d.objid, d.objsubid, f.oid, f.proowner
+              FROM pg_catalog.pg_depend d
+              JOIN pg_catalog.pg_proc f
+                ON d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+               AND f.oid OPERATOR(pg_catalog.=) d.refobjid
+             WHERE pg_catalog.age(d.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+                OR pg_catalog.age(f.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+        )
+        SELECT pg_catalog.format('trigger %I on %s is enabled %s',
+                   t.tgname, t.tgrelid::pg_catalog.regclass,
+                   CASE t.tgenabled WHEN 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
+          FROM pg_catalog.pg_trigger t
+         WHERE NOT t.tgisinternal AND t.tgenabled IN ('A', 'R')
+           AND pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+        UNION ALL
+        SELECT pg_catalog.format('rule %I on %s is enabled %s',
+                   r.rulename, r.ev_class::pg_catalog.regclass,
+                   CASE r.ev_enabled WHEN 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
+          FROM pg_catalog.pg_rewrite r
+         WHERE r.ev_enabled IN ('A', 'R') AND r.ev_type <> '1'
+           AND pg_catalog.age(r.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+        UNION ALL
+        SELECT pg_catalog.format('%s calls %s, owned by %I, which is not a superuser',
+                   pg_catalog.pg_describe_object(c.classid, c.objid, c.objsubid),
+                   c.fn::pg_catalog.regprocedure, o.rolname)
+          FROM calls c
+          JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) c.fn
+          JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.proowner
+         WHERE NOT o.rolsuper AND NOT f.prosecdef
+           AND c.classid IN ('pg_catalog.pg_constraint'::pg_catalog.regclass,
+                             'pg_catalog.pg_attrdef'::pg_catalog.regclass,
+                             'pg_catalog.pg_class'::pg_catalog.regclass,
+                             'pg_catalog.pg_type'::pg_catalog.regclass)
+        ) AS found (reason) LIMIT 1)";
+    let since = u32::from(since).to_string();
+    let found = Spi::get_one_with_args::<String>(QUERY, &[since.as_str().into()]);
+    match found {
+        Ok(Some(what)) => Some(format!(
+            "{what}: it would run as the subscription owner (a superuser) whenever a row is \
+             applied; only a superuser's statements may leave that behind on PostgreSQL 15 \
+             (see SECURITY.md)"
+        )),
+        Ok(None) => None,
+        Err(e) => Some(format!("cannot check the code the statement attached: {e}")),
+    }
+}

@@ -1,0 +1,2091 @@
+//! Attacks on DDL replication by an ordinary role, each with what must stop it.
+//!
+//! The attacker is `mallory`, made with `CREATE ROLE mallory LOGIN` and nothing else, on the
+//! publisher and (for the cases that need the role there) on the subscriber. Schema `public`
+//! lets every role create objects, as PostgreSQL before 15 did (the GRANT is replicated).
+//! Every case checks three things:
+//! - the attack fails;
+//! - the reason is visible: a WARNING in the publisher's log with the `rejected` counter of
+//!   `ddl_sync.publication_stats`, an apply log row of `ddl_sync.events` with its detail, or
+//!   the error the attacker gets;
+//! - replication goes on: a genuine DDL statement committed after the attack, then a marker
+//!   row, arrive on the subscriber, through the same walsender process.
+//!
+//! The classes, one function each, in the order they run:
+//! 1. `forged_records`: `ddl_sync` messages written with `pg_logical_emit_message` that the
+//!    capture never sealed (tag of zeros, random tag with the right system identifier and xid,
+//!    in a savepoint, next to genuine DDL, in a transaction spilled to disk, through a
+//!    superuser's SECURITY DEFINER wrapper), and the non-transactional variant;
+//! 2. `poison`: content that must not make the walsender ERROR (NUL bytes, invalid UTF-8,
+//!    truncations, absurd lengths, trailing bytes, unknown flags and versions);
+//! 3. `key_holder`: records sealed in SQL with the real key, as only a role that may read
+//!    server files can: the control is applied, and the later checks (author, transaction, NUL
+//!    bytes) each refuse on their own;
+//! 4. `replayed_records`: the exact bytes of a genuine record (read from a second slot) emitted
+//!    again in another transaction, in savepoints, with the xid rewritten, non-transactionally,
+//!    and a genuine record of another cluster;
+//! 5. `spoofed_keys`: records claiming the de-duplication keys of statements to come, or the
+//!    subscriber itself as their origin; `ddl_sync.replay_origin` set from SQL;
+//! 6. `privileges`: the functions, tables, slots, subscription and key file an ordinary role
+//!    must not reach;
+//! 7. `missing_role`: statements of a role that exists only on the publisher;
+//! 8. `event_rows`: rows inserted into the publisher's `ddl_sync.events`, through
+//!    `ddl_pgoutput` and through a slot made with plain `pgoutput`;
+//! 9. `search_path_hijack`: operators `=` and functions shadowing `pg_catalog`'s planted in
+//!    `public` (by mallory through replication, and by a subscriber-local role), then DDL run
+//!    with `search_path = public, pg_catalog`;
+//! 10. `switches`: the former setting `ddl_sync.local_change` turned on by code a replayed
+//!     statement runs in the apply worker;
+//! 11. `apply_time_code`: triggers and rules enabled ALWAYS/REPLICA, and mallory's functions in
+//!     CHECK constraints, defaults, generated columns, indexes, partition keys, domains and
+//!     operators, which PostgreSQL 15 would run as the subscription owner (a superuser) for
+//!     every row applied; the same statements by a superuser; SECURITY DEFINER functions, and
+//!     turning them into SECURITY INVOKER ones afterwards;
+//! 12. `session_leak`: a replayed statement's code changing the apply worker's own
+//!     search_path for the rest of its session.
+//!
+//! Planted code calls `public.mallory_escalate`, which does harm only when it runs as a
+//! superuser: it writes a row into `attack_log` and makes mallory a superuser. The last
+//! outcome checks that this never happened on either node.
+//!
+//! [`run`] runs them all on one pair of fresh clusters; the e2e test asserts every case passes,
+//! `cargo xtask reliability` writes the table into RELIABILITY.md.
+
+use crate::hostile::{
+    bytea, caught_up, emit_sql, encode, event_insert_sql, forged, Effect, Harness, Outcome,
+};
+use crate::{hex_messages, peek_hex, psql_verbose, query};
+use ddl_testkit::Cluster;
+use ddl_wire::{
+    DdlRecord, Message, ProtocolContext, RecordFlags, RecordOrigin, StreamDecoder, Streaming,
+    RECORD_PREFIX, RECORD_TAG_LEN,
+};
+
+const MALLORY: &str = "mallory";
+/// A role that exists only on the publisher.
+const GHOST: &str = "ghost";
+/// A role that exists only on the subscriber.
+const EVE: &str = "eve";
+const SUPERUSER: &str = "postgres";
+/// The record key's file in the publisher's data directory.
+const KEY_FILE: &str = "ddl_sync_record.key";
+/// What the capture's HMAC starts with before the record (`CONTEXT` in ddl-capture's
+/// `seal.rs`); the key-holder cases seal records the same way.
+const SEAL_CONTEXT: &[u8] = b"ddl_sync record v2\0";
+/// SQL for the 4 big-endian bytes of the emitting transaction's xid.
+const XID_BYTES: &str =
+    "decode(lpad(to_hex(pg_current_xact_id()::text::bigint % 4294967296), 8, '0'), 'hex')";
+/// The walsender's reason for a record the capture did not seal.
+const TAG_WRONG: &str = "its authentication tag is wrong";
+/// The subscriber's reason for code attached by a role that is not a superuser.
+const AS_OWNER: &str = "it would run as the subscription owner";
+
+/// Runs every attack; the last outcome says whether any planted code ever ran as a superuser.
+pub fn run() -> Vec<Outcome> {
+    let mut a = Arena::new();
+    let mut out = Vec::new();
+    common_objects(&mut a, &mut out);
+    forged_records(&mut a, &mut out);
+    poison(&mut a, &mut out);
+    key_holder(&mut a, &mut out);
+    replayed_records(&mut a, &mut out);
+    spoofed_keys(&mut a, &mut out);
+    privileges(&mut a, &mut out);
+    missing_role(&mut a, &mut out);
+    event_rows(&mut a, &mut out);
+    search_path_hijack(&mut a, &mut out);
+    switches(&mut a, &mut out);
+    apply_time_code(&mut a, &mut out);
+    session_leak(&mut a, &mut out);
+    finally(&mut a, &mut out);
+    out
+}
+
+/// The hostile harness with every DDL kind replayed, the roles, and what a round saw last.
+struct Arena {
+    h: Harness,
+    /// Genuine statements run after attacks so far.
+    genuine: u32,
+    /// The pid of the subscription's walsender when last seen.
+    walsender: String,
+    /// `rejected` and `emitted` of publication `p` when last seen.
+    counters: (i64, i64),
+    pub_sysid: u64,
+    sub_sysid: u64,
+    /// Escalations found (and undone so that later cases start clean) after a class.
+    escalations: Vec<String>,
+}
+
+/// What an attack left, once a genuine statement after it and the next marker arrived.
+struct Round {
+    /// The attack's apply log rows (the genuine statement's taken out) and publisher warnings.
+    effect: Effect,
+    /// ddl_sync messages the walsender refused for publication `p` meanwhile.
+    rejected: i64,
+    /// DDL events the walsender sent for publication `p` meanwhile (the genuine one included).
+    emitted: i64,
+    /// Whether the genuine statement was applied on the subscriber.
+    genuine_applied: bool,
+    /// The genuine statement's apply log row.
+    genuine: String,
+    /// Whether the subscription's walsender is the process it was before (it did not ERROR).
+    same_walsender: bool,
+}
+
+impl Round {
+    /// Replication goes on: the genuine statement applied, the walsender never restarted.
+    fn continues(&self) -> bool {
+        self.genuine_applied && self.same_walsender
+    }
+
+    /// How many walsender WARNINGs about ignored ddl_sync messages the publisher's log got.
+    fn refusals(&self) -> usize {
+        self.effect
+            .warnings
+            .iter()
+            .filter(|w| w.contains("ignoring ddl_sync message"))
+            .count()
+    }
+
+    fn warned(&self, why: &str) -> bool {
+        self.effect
+            .warnings
+            .iter()
+            .any(|w| w.contains("ignoring ddl_sync message") && w.contains(why))
+    }
+
+    /// `n` messages refused by the walsender with `why` in the WARNING, counted, nothing sent
+    /// for them, and replication going on.
+    fn refused_by_walsender(&self, n: i64, why: &str) -> bool {
+        self.effect.log.is_empty()
+            && self.rejected == n
+            && self.refusals() == n as usize
+            && self.emitted == 1
+            && self.warned(why)
+            && self.continues()
+    }
+
+    /// A message taken for nothing: no WARNING, not counted, nothing sent.
+    fn ignored(&self) -> bool {
+        self.effect.log.is_empty()
+            && self.rejected == 0
+            && self.refusals() == 0
+            && self.emitted == 1
+            && self.continues()
+    }
+
+    /// Exactly one apply log row from the attack: `status` for `tag`, with `why` in it.
+    fn logged(&self, status: &str, tag: &str, why: &str) -> bool {
+        self.effect.log.len() == 1
+            && self.effect.log[0].starts_with(&format!("{status}|{tag}|"))
+            && self.effect.log[0].contains(why)
+            && self.continues()
+    }
+
+    /// `n` apply log rows from the attack, all `applied`.
+    fn all_applied(&self, n: usize) -> bool {
+        self.effect.log.len() == n
+            && self.effect.log.iter().all(|l| l.starts_with("applied|"))
+            && self.continues()
+    }
+
+    fn describe(&self) -> String {
+        let mut text = self.effect.describe();
+        if self.rejected != 0 {
+            text.push_str(&format!("; rejected +{}", self.rejected));
+        }
+        text.push_str(&format!(
+            "; emitted +{}; the genuine statement after it: {}",
+            self.emitted, self.genuine
+        ));
+        if !self.same_walsender {
+            text.push_str("; the walsender is not the process it was (it restarted)");
+        }
+        text
+    }
+}
+
+impl Arena {
+    fn new() -> Arena {
+        let h = Harness::with("attacks", "all");
+        query(
+            &h.publisher,
+            &format!(
+                "CREATE ROLE {MALLORY} LOGIN; CREATE ROLE {GHOST} LOGIN;
+                 GRANT CREATE ON SCHEMA public TO PUBLIC;"
+            ),
+        );
+        query(
+            &h.subscriber,
+            &format!("CREATE ROLE {MALLORY} LOGIN; CREATE ROLE {EVE} LOGIN;"),
+        );
+        let pub_sysid = sysid(&h.publisher);
+        let sub_sysid = sysid(&h.subscriber);
+        let walsender = walsender(&h.publisher);
+        let mut a = Arena {
+            h,
+            genuine: 0,
+            walsender,
+            counters: (0, 0),
+            pub_sysid,
+            sub_sysid,
+            escalations: Vec::new(),
+        };
+        a.counters = a.read_counters();
+        a
+    }
+
+    fn publisher(&self) -> &Cluster {
+        &self.h.publisher
+    }
+
+    fn subscriber(&self) -> &Cluster {
+        &self.h.subscriber
+    }
+
+    fn read_counters(&self) -> (i64, i64) {
+        let line = query(
+            self.publisher(),
+            "SELECT rejected || ' ' || emitted FROM ddl_sync.publication_stats
+              WHERE publication = 'p'",
+        );
+        let mut numbers = line.split(' ').map(|n| n.parse::<i64>().unwrap_or(-1));
+        (numbers.next().unwrap_or(-1), numbers.next().unwrap_or(-1))
+    }
+
+    /// Commits a genuine statement on the publisher, waits for the next marker, and returns
+    /// what the attack before it left.
+    fn round(&mut self) -> Round {
+        self.genuine += 1;
+        let comment = format!("genuine statement {} after an attack", self.genuine);
+        query(
+            self.publisher(),
+            &format!("COMMENT ON TABLE marks IS '{comment}'"),
+        );
+        let mut effect = self.h.settle();
+        let genuine = effect
+            .log
+            .iter()
+            .rposition(|row| row.split('|').nth(1) == Some("COMMENT"))
+            .map(|i| effect.log.remove(i));
+        let seen = query(
+            self.subscriber(),
+            "SELECT coalesce(obj_description('marks'::regclass, 'pg_class'), '')",
+        );
+        let counters = self.read_counters();
+        let pid = walsender(self.publisher());
+        let round = Round {
+            effect,
+            rejected: counters.0 - self.counters.0,
+            emitted: counters.1 - self.counters.1,
+            genuine_applied: genuine
+                .as_deref()
+                .is_some_and(|g| g.starts_with("applied|COMMENT|"))
+                && seen == comment,
+            genuine: genuine.unwrap_or_else(|| "no apply log row".into()),
+            same_walsender: !pid.is_empty() && pid == self.walsender,
+        };
+        self.counters = counters;
+        self.walsender = pid;
+        round
+    }
+
+    /// Emits `payload` as a `ddl_sync` message in a transaction of `role`'s.
+    fn emit(&self, role: &str, transactional: bool, payload: &[u8]) {
+        run_as(self.publisher(), role, &emit_sql(transactional, payload));
+    }
+
+    fn exists(&self, relation: &str) -> bool {
+        self.h.exists(self.subscriber(), relation)
+    }
+
+    /// Whether mallory is an ordinary role on both nodes and no planted code ever ran as a
+    /// superuser (nothing in `attack_log` on either node), with what was seen.
+    fn unescalated(&self) -> (bool, String) {
+        let mut ok = true;
+        let mut seen = Vec::new();
+        for (side, pg) in [
+            ("publisher", self.publisher()),
+            ("subscriber", self.subscriber()),
+        ] {
+            let superuser = rolsuper(pg, MALLORY);
+            let log = query(
+                pg,
+                "SELECT count(*) || coalesce(': ' || string_agg(what, ', '), '') FROM attack_log",
+            );
+            ok &= superuser == "false" && log == "0";
+            seen.push(format!(
+                "{side}: mallory superuser {superuser}, attack_log {log}"
+            ));
+        }
+        (ok, seen.join("; "))
+    }
+
+    /// After a class: when planted code did run as a superuser (already reported by that
+    /// class's outcomes), note it and undo it, so that the next classes start clean.
+    fn reset_if_escalated(&mut self, class: &str) {
+        let (ok, seen) = self.unescalated();
+        let eve = rolsuper(self.subscriber(), EVE);
+        if ok && eve == "false" {
+            return;
+        }
+        self.escalations
+            .push(format!("after {class}: {seen}; eve superuser {eve}"));
+        query(
+            self.publisher(),
+            &format!("ALTER ROLE {MALLORY} NOSUPERUSER; TRUNCATE attack_log;"),
+        );
+        query(
+            self.subscriber(),
+            &format!(
+                "ALTER ROLE {MALLORY} NOSUPERUSER; ALTER ROLE {EVE} NOSUPERUSER; \
+                 TRUNCATE attack_log;"
+            ),
+        );
+    }
+}
+
+/// The system identifier of `pg`.
+fn sysid(pg: &Cluster) -> u64 {
+    query(pg, "SELECT system_identifier FROM pg_control_system()")
+        .parse::<i64>()
+        .expect("a system identifier") as u64
+}
+
+/// The pid of the walsender of subscription `sub` (empty when there is none).
+fn walsender(publisher: &Cluster) -> String {
+    query(
+        publisher,
+        "SELECT coalesce(string_agg(pid::text, ','), '') FROM pg_stat_replication
+          WHERE application_name = 'sub'",
+    )
+}
+
+/// `rolsuper` of `role` on `pg` (`missing` when there is no such role).
+fn rolsuper(pg: &Cluster, role: &str) -> String {
+    query(
+        pg,
+        &format!(
+            "SELECT coalesce((SELECT rolsuper::text FROM pg_roles WHERE rolname = '{role}'), \
+             'missing')"
+        ),
+    )
+}
+
+/// Runs `sql` on `pg` (database postgres) as `role`, after `SET SESSION AUTHORIZATION`:
+/// whether it succeeded, and psql's ERROR lines (verbose: `ERROR:  42501: ...`).
+fn as_role(pg: &Cluster, role: &str, sql: &str) -> (bool, String) {
+    let (ok, stderr) = psql_verbose(
+        pg,
+        "postgres",
+        &format!("SET SESSION AUTHORIZATION {role};\n{sql};\n"),
+    );
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("ERROR:")).collect();
+    (ok, errors.join(" "))
+}
+
+/// [`as_role`] for a step that must succeed: panics with the error otherwise.
+fn run_as(pg: &Cluster, role: &str, sql: &str) {
+    let (ok, errors) = as_role(pg, role, sql);
+    assert!(ok, "as {role} on {}: {sql}\n{errors}", pg.name());
+}
+
+/// `sql` on `pg`, or the error as text (for checks whose query may fail after a successful
+/// attack, e.g. on a dropped column).
+fn try_query(pg: &Cluster, sql: &str) -> String {
+    pg.psql("postgres", sql)
+        .unwrap_or_else(|e| format!("error: {e}"))
+}
+
+/// The type of column `column` of `table` on `pg`, `missing` when there is none.
+fn column_type(pg: &Cluster, table: &str, column: &str) -> String {
+    query(
+        pg,
+        &format!(
+            "SELECT coalesce((SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+                               WHERE attrelid = to_regclass('{table}') AND attname = '{column}'
+                                 AND NOT attisdropped), 'missing')"
+        ),
+    )
+}
+
+fn push(
+    out: &mut Vec<Outcome>,
+    name: impl Into<String>,
+    expected: &'static str,
+    passed: bool,
+    observed: String,
+) {
+    out.push(Outcome {
+        name: name.into(),
+        expected,
+        observed,
+        passed,
+    });
+}
+
+/// An outcome for the set-up statements of a class: an ordinary role's own DDL replicates as
+/// usual (`statements` apply log rows, all applied).
+fn setup(out: &mut Vec<Outcome>, what: &str, r: &Round, statements: usize) {
+    push(
+        out,
+        format!("setup: {what}"),
+        "applied on the subscriber: an ordinary role's own DDL replicates as usual",
+        r.all_applied(statements),
+        r.describe(),
+    );
+}
+
+/// 32 bytes that are not a tag, from `seed` (xorshift).
+fn noise(seed: u64) -> [u8; RECORD_TAG_LEN] {
+    let mut x = seed | 1;
+    let mut out = [0; RECORD_TAG_LEN];
+    for b in &mut out {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = (x >> 24) as u8;
+    }
+    out
+}
+
+/// The origin of a record captured on the node with system identifier `sysid`.
+fn captured_on(sysid: u64) -> RecordOrigin {
+    RecordOrigin {
+        capturing_sysid: sysid,
+        original_sysid: 0,
+        original_lsn: 0,
+    }
+}
+
+/// The statement that emits `payload` with its xid (bytes 2..6) replaced by the emitting
+/// transaction's.
+fn bound_emit_sql(payload: &[u8]) -> String {
+    format!(
+        "SELECT pg_logical_emit_message(true, 'ddl_sync', overlay({} placing {XID_BYTES} from 3 for 4))",
+        bytea(payload)
+    )
+}
+
+/// SQL of `public.<role>_escalate(what)`, a plpgsql function of `role` that does its harm only
+/// when it runs as a superuser: a row in `log`, and `role` made a superuser.
+fn escalate_sql(role: &str, log: &str) -> String {
+    format!(
+        "CREATE FUNCTION public.{role}_escalate(what text) RETURNS void LANGUAGE plpgsql AS $f$ \
+         BEGIN IF EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) \
+         current_user AND rolsuper) THEN INSERT INTO public.{log} VALUES \
+         (pg_catalog.concat(what, ' ran as ', current_user)); \
+         EXECUTE 'ALTER ROLE {role} SUPERUSER'; END IF; END $f$"
+    )
+}
+
+/// Objects every class uses: `attack_log` (a superuser's), `mallory_escalate` and the table
+/// `m_big` (mallory's), a superuser's SECURITY DEFINER wrapper of `pg_logical_emit_message`.
+fn common_objects(a: &mut Arena, out: &mut Vec<Outcome>) {
+    query(
+        a.publisher(),
+        "CREATE TABLE attack_log (what text);
+         CREATE FUNCTION public.emit_ddl_sync(payload bytea) RETURNS pg_lsn LANGUAGE sql
+             SECURITY DEFINER AS $f$ SELECT pg_logical_emit_message(true, 'ddl_sync', payload) $f$;",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "{};\nCREATE TABLE m_big (id int PRIMARY KEY, pad text)",
+            escalate_sql(MALLORY, "attack_log")
+        ),
+    );
+    let r = a.round();
+    setup(
+        out,
+        "CREATE on schema public for all, attack_log and a SECURITY DEFINER wrapper of \
+         pg_logical_emit_message (superuser); mallory_escalate and a table (mallory)",
+        &r,
+        5,
+    );
+}
+
+fn forged_records(a: &mut Arena, out: &mut Vec<Outcome>) {
+    const REFUSED: &str = "refused by the walsender: a WARNING in the publisher's log (\"its \
+         authentication tag is wrong\"), `rejected` +1, nothing sent, no apply log row; the \
+         genuine statement after it is applied";
+
+    let alter = forged(
+        "ALTER TABLE",
+        "table",
+        "public.t",
+        "ALTER TABLE t ALTER COLUMN id TYPE bigint USING (id + 1000)",
+    );
+    a.emit(MALLORY, true, &encode(&alter));
+    let r = a.round();
+    let ty = column_type(a.subscriber(), "t", "id");
+    push(
+        out,
+        "mallory: pg_logical_emit_message(true, 'ddl_sync', ...) with a well-formed record \
+         claiming role postgres and `ALTER TABLE t ALTER COLUMN id TYPE bigint USING (id + \
+         1000)`, tag of zeros",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && ty == "integer",
+        format!("{}; t.id on the subscriber: {ty}", r.describe()),
+    );
+
+    let create = forged(
+        "CREATE TABLE",
+        "table",
+        "public.forged",
+        "CREATE TABLE forged (a int)",
+    );
+    let right_sysid = DdlRecord {
+        origin: captured_on(a.pub_sysid),
+        tag: noise(7),
+        ..create
+    };
+    a.emit(MALLORY, true, &encode(&right_sysid));
+    let r = a.round();
+    push(
+        out,
+        "mallory: a record of `CREATE TABLE forged (a int)` naming the publisher's system \
+         identifier (from pg_control_system()), random tag",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("forged"),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &bound_emit_sql(&encode(&right_sysid)),
+    );
+    let r = a.round();
+    push(
+        out,
+        "mallory: the same with the record's xid set to her own transaction's in SQL \
+         (everything right but the tag)",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("forged"),
+        r.describe(),
+    );
+
+    a.emit(MALLORY, false, &encode(&right_sysid));
+    let r = a.round();
+    push(
+        out,
+        "mallory: the same record, non-transactional",
+        "ignored (only transactional messages can be DDL records): no WARNING, not counted, \
+         nothing sent",
+        r.ignored() && !a.exists("forged"),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "BEGIN; SAVEPOINT s; {}; RELEASE SAVEPOINT s; COMMIT",
+            emit_sql(true, &encode(&right_sysid))
+        ),
+    );
+    let r = a.round();
+    push(
+        out,
+        "mallory: the same record emitted in a subtransaction (SAVEPOINT ... RELEASE)",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("forged"),
+        r.describe(),
+    );
+
+    let hidden = forged(
+        "CREATE TABLE",
+        "table",
+        "public.forged_mixed",
+        "CREATE TABLE forged_mixed (a int)",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "BEGIN; CREATE TABLE m_mixed (a int); {}; COMMIT",
+            emit_sql(
+                true,
+                &encode(&DdlRecord {
+                    origin: captured_on(a.pub_sysid),
+                    ..hidden
+                })
+            )
+        ),
+    );
+    let r = a.round();
+    push(
+        out,
+        "mallory: one transaction with her genuine `CREATE TABLE m_mixed (a int)` and a forged \
+         record of `CREATE TABLE forged_mixed (a int)`",
+        "the genuine statement applied, the forged record refused by the walsender (WARNING, \
+         `rejected` +1)",
+        r.logged("applied", "CREATE TABLE", "")
+            && r.rejected == 1
+            && r.refusals() == 1
+            && r.warned(TAG_WRONG)
+            && r.emitted == 2
+            && a.exists("m_mixed")
+            && !a.exists("forged_mixed"),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "BEGIN;
+             INSERT INTO m_big SELECT g, repeat('x', 100) FROM generate_series(1, 5000) g;
+             {};
+             INSERT INTO m_big SELECT g, 'y' FROM generate_series(5001, 6000) g;
+             COMMIT",
+            emit_sql(true, &encode(&right_sysid))
+        ),
+    );
+    let r = a.round();
+    let rows = query(a.subscriber(), "SELECT count(*) FROM m_big");
+    push(
+        out,
+        "mallory: a forged record between 6,000 rows of one transaction (spilled to disk on the \
+         publisher's 64 kB logical_decoding_work_mem)",
+        "the record refused by the walsender (WARNING, `rejected` +1); all 6,000 rows arrive",
+        r.refused_by_walsender(1, TAG_WRONG) && rows == "6000",
+        format!("{}; rows on the subscriber: {rows}", r.describe()),
+    );
+
+    let own = DdlRecord {
+        origin: captured_on(a.pub_sysid),
+        role: MALLORY,
+        session_user: MALLORY,
+        ..forged(
+            "CREATE TABLE",
+            "table",
+            "public.m_self",
+            "CREATE TABLE m_self (a int)",
+        )
+    };
+    a.emit(MALLORY, true, &encode(&own));
+    let r = a.round();
+    push(
+        out,
+        "mallory: a forged record of a statement she may run herself (`CREATE TABLE m_self`, \
+         role mallory)",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("m_self"),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "SELECT public.emit_ddl_sync({})",
+            bytea(&encode(&right_sysid))
+        ),
+    );
+    let r = a.round();
+    push(
+        out,
+        "mallory: the record through a superuser's SECURITY DEFINER wrapper of \
+         pg_logical_emit_message",
+        REFUSED,
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("forged"),
+        r.describe(),
+    );
+}
+
+fn poison(a: &mut Arena, out: &mut Vec<Outcome>) {
+    const EXPECTED: &str = "a WARNING (\"ignoring ddl_sync message ...\" with the reason), \
+        `rejected` +1, nothing sent; the walsender does not ERROR (same process), the genuine \
+        statement and the marker after it arrive";
+    let base = DdlRecord {
+        origin: captured_on(a.pub_sysid),
+        ..forged(
+            "CREATE TABLE",
+            "table",
+            "public.poison",
+            "CREATE TABLE poison (a int)",
+        )
+    };
+    let bytes = encode(&base);
+    let nul = encode(&DdlRecord {
+        sql: "CREATE TABLE poison (a int)\0; DROP TABLE t",
+        ..base
+    });
+    let mut bad_utf8 = bytes.clone();
+    let at = bad_utf8
+        .windows(6)
+        .rposition(|w| w == b"poison")
+        .expect("the name in the statement");
+    bad_utf8[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
+    let mut huge = bytes.clone();
+    let sql_length_at = 42
+        + [
+            base.dialect,
+            base.command_tag,
+            base.kind,
+            base.schema,
+            base.object_identity,
+        ]
+        .iter()
+        .map(|s| 4 + s.len())
+        .sum::<usize>();
+    huge[sql_length_at..sql_length_at + 4].copy_from_slice(&0xffff_fff0u32.to_be_bytes());
+    let mut trailing = bytes.clone();
+    trailing.extend_from_slice(b"!!");
+    let mut flags = bytes.clone();
+    flags[1] |= 0x80;
+    let mut v1 = bytes[..bytes.len() - RECORD_TAG_LEN].to_vec();
+    v1[0] = 1;
+    let cases = [
+        (
+            "a NUL byte in its statement (`CREATE TABLE poison (a int)\\0; DROP TABLE t`)",
+            nul,
+            TAG_WRONG,
+        ),
+        (
+            "invalid UTF-8 in its statement (bytes ff fe)",
+            bad_utf8,
+            "is not valid UTF-8",
+        ),
+        (
+            "cut 40 bytes short (inside its last field)",
+            bytes[..bytes.len() - 40].to_vec(),
+            "ends inside field",
+        ),
+        ("a statement length of 4 GB", huge, "ends inside field sql"),
+        ("two bytes after its tag", trailing, "after the tag"),
+        ("an unknown flag bit (0x80)", flags, "unknown flag bits"),
+        (
+            "one byte (the version number 2)",
+            vec![2],
+            "ends inside field flags",
+        ),
+        (
+            "32 zero bytes (a tag alone)",
+            vec![0; RECORD_TAG_LEN],
+            "format version 0",
+        ),
+        (
+            "a format version 1 record (before tags)",
+            v1,
+            "format version 1",
+        ),
+    ];
+
+    for (what, payload, why) in cases {
+        a.emit(MALLORY, true, &payload);
+        let r = a.round();
+        let malformed = why == TAG_WRONG || r.warned("malformed");
+        push(
+            out,
+            format!("mallory: a ddl_sync message with {what}"),
+            EXPECTED,
+            r.refused_by_walsender(1, why) && malformed && !a.exists("poison") && a.exists("t"),
+            r.describe(),
+        );
+    }
+
+    a.emit(MALLORY, true, b"");
+    let r = a.round();
+    push(
+        out,
+        "mallory: an empty ddl_sync message (what the capture writes as padding)",
+        "ignored: no WARNING, not counted, nothing sent",
+        r.ignored(),
+        r.describe(),
+    );
+}
+
+/// The record key of `pg`, read as a superuser.
+fn record_key(pg: &Cluster) -> Vec<u8> {
+    let hex = query(
+        pg,
+        &format!("SELECT encode(pg_read_binary_file('{KEY_FILE}'), 'hex')"),
+    );
+    hex_messages(&hex).into_iter().next().unwrap_or_default()
+}
+
+/// The statement that emits `record` sealed under `key` as the capture seals (HMAC-SHA256 of
+/// the seal context and the record without its tag, computed with SQL's `sha256()`); with
+/// `bind_xid`, the record's xid is first set to the emitting transaction's.
+fn sealed_emit_sql(key: &[u8], record: &DdlRecord<'_>, bind_xid: bool) -> String {
+    assert!(
+        !key.is_empty() && key.len() <= 64,
+        "a key of {} bytes: HMAC-SHA256 hashes keys longer than a block first",
+        key.len()
+    );
+    let bytes = encode(record);
+    let body = DdlRecord::sealed_part(&bytes).expect("a record holds a tag");
+    let mut block = [0u8; 64];
+    block[..key.len()].copy_from_slice(key);
+    let pad = |x: u8| block.iter().map(|b| b ^ x).collect::<Vec<u8>>();
+    let body_sql = if bind_xid {
+        format!("overlay({} placing {XID_BYTES} from 3 for 4)", bytea(body))
+    } else {
+        bytea(body)
+    };
+    format!(
+        "SELECT pg_logical_emit_message(true, 'ddl_sync', b || sha256({} || sha256({} || {} || b)))
+           FROM (SELECT {body_sql} AS b) AS record",
+        bytea(&pad(0x5c)),
+        bytea(&pad(0x36)),
+        bytea(SEAL_CONTEXT)
+    )
+}
+
+fn key_holder(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let key = record_key(a.publisher());
+    let control = DdlRecord {
+        origin: captured_on(a.pub_sysid),
+        ..forged(
+            "CREATE TABLE",
+            "table",
+            "public.sealed_control",
+            "CREATE TABLE sealed_control (a int)",
+        )
+    };
+    query(a.publisher(), &sealed_emit_sql(&key, &control, true));
+    let r = a.round();
+    push(
+        out,
+        "superuser reading $PGDATA/ddl_sync_record.key: a record sealed in SQL with it, right \
+         system identifier and xid (the control of the cases below)",
+        "applied: whoever may read server files can write records (SECURITY.md, trusted roles); \
+         this also shows the cases below are sealed right",
+        r.logged("applied", "CREATE TABLE", "") && a.exists("sealed_control"),
+        r.describe(),
+    );
+
+    let cases: [(&str, DdlRecord<'_>, bool, String); 4] = [
+        (
+            "naming system 1 as its author",
+            DdlRecord {
+                origin: captured_on(1),
+                ..control
+            },
+            true,
+            "it names system 1 as its author, not this one".to_string(),
+        ),
+        (
+            "sealed for transaction 4000000000, emitted in another",
+            DdlRecord {
+                xid: 4_000_000_000,
+                ..control
+            },
+            false,
+            "it was sealed in transaction 4000000000, not in this one".to_string(),
+        ),
+        (
+            "with a NUL byte in its statement",
+            DdlRecord {
+                sql: "CREATE TABLE sealed_nul (a int)\0; DROP TABLE t",
+                object_identity: "public.sealed_nul",
+                ..control
+            },
+            true,
+            "its field sql holds a NUL byte".to_string(),
+        ),
+        (
+            "with a NUL byte in its role (`postgres\\0mallory`)",
+            DdlRecord {
+                role: "postgres\0mallory",
+                sql: "CREATE TABLE sealed_nul (a int)",
+                object_identity: "public.sealed_nul",
+                ..control
+            },
+            true,
+            "its field role holds a NUL byte".to_string(),
+        ),
+    ];
+    for (what, record, bind_xid, why) in cases {
+        query(a.publisher(), &sealed_emit_sql(&key, &record, bind_xid));
+        let r = a.round();
+        push(
+            out,
+            format!("superuser with the key: a sealed record {what}"),
+            "refused by the walsender for that reason alone (WARNING, `rejected` +1), nothing \
+             sent",
+            r.refused_by_walsender(1, &why) && !a.exists("sealed_nul") && a.exists("t"),
+            r.describe(),
+        );
+    }
+}
+
+/// Runs `sql` on `pg` as `role` while a slot of its own watches (publication `p_peek`), and
+/// returns the bytes of the ddl_sync record of that statement.
+fn capture(pg: &Cluster, role: &str, sql: &str) -> Vec<u8> {
+    query(
+        pg,
+        "SELECT pg_create_logical_replication_slot('attack_capture', 'ddl_pgoutput')",
+    );
+    run_as(pg, role, sql);
+    let hex = peek_hex(
+        pg,
+        "attack_capture",
+        &[
+            ("proto_version", "1"),
+            ("publication_names", "p_peek"),
+            ("messages", "true"),
+        ],
+    );
+    query(pg, "SELECT pg_drop_replication_slot('attack_capture')");
+    let hex = hex.unwrap_or_else(|e| panic!("peek of slot attack_capture: {e}"));
+    let wanted = sql.trim().trim_end_matches(';').trim();
+    let mut decoder =
+        StreamDecoder::new(ProtocolContext::new(1, Streaming::Off).expect("protocol version 1"));
+    let mut seen = Vec::new();
+    for bytes in hex_messages(&hex) {
+        let Ok(Message::LogicalMessage(m)) = decoder.decode(&bytes) else {
+            continue;
+        };
+        if m.prefix() != RECORD_PREFIX || m.content().is_empty() {
+            continue;
+        }
+        match DdlRecord::parse(m.content()) {
+            Ok(record) if record.sql.trim().trim_end_matches(';').trim() == wanted => {
+                return m.content().to_vec();
+            }
+            Ok(record) => seen.push(record.sql.to_string()),
+            Err(e) => seen.push(format!("unreadable: {e}")),
+        }
+    }
+    panic!("no record of `{sql}` in slot attack_capture; records seen: {seen:?}")
+}
+
+fn replayed_records(a: &mut Arena, out: &mut Vec<Outcome>) {
+    const REPLAYED: &str = "refused by the walsender: a WARNING (\"it was sealed in transaction \
+        N, not in this one: a copy of another transaction's record\"), `rejected` counts it, \
+        nothing sent; column c and the rows stay as they are on the subscriber";
+    query(
+        a.publisher(),
+        "CREATE PUBLICATION p_peek FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE TABLE m_replay (id int PRIMARY KEY, c int);
+         INSERT INTO m_replay SELECT g, g FROM generate_series(1, 3) g",
+    );
+    let r = a.round();
+    setup(out, "mallory creates m_replay (id, c) with 3 rows", &r, 1);
+    let dropped = capture(a.publisher(), MALLORY, "ALTER TABLE m_replay DROP COLUMN c");
+    let r = a.round();
+    setup(
+        out,
+        "mallory drops column c of m_replay (its record read from a second slot)",
+        &r,
+        1,
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "ALTER TABLE m_replay ADD COLUMN c int; UPDATE m_replay SET c = id * 10",
+    );
+    let r = a.round();
+    setup(out, "mallory adds column c back and fills it", &r, 1);
+
+    /// Whether column c and the rows of m_replay are as they must be, and what was seen.
+    fn intact(a: &Arena) -> (bool, String) {
+        let rows = "SELECT string_agg(id || '=' || coalesce(c::text, 'null'), ',' ORDER BY id) \
+                    FROM m_replay";
+        let on_pub = try_query(a.publisher(), rows);
+        let on_sub = try_query(a.subscriber(), rows);
+        let column = column_type(a.subscriber(), "m_replay", "c");
+        (
+            column == "integer" && on_pub == on_sub && on_pub == "1=10,2=20,3=30",
+            format!(
+                "column c on the subscriber: {column}; rows publisher {on_pub}, subscriber \
+                 {on_sub}"
+            ),
+        )
+    }
+
+    a.emit(MALLORY, true, &dropped);
+    let r = a.round();
+    let (kept, seen) = intact(a);
+    push(
+        out,
+        "mallory: the genuine record of the old `ALTER TABLE m_replay DROP COLUMN c`, emitted \
+         again byte for byte after the column was added back",
+        REPLAYED,
+        r.refused_by_walsender(1, "it was sealed in transaction")
+            && r.warned("a copy of another transaction's record")
+            && kept,
+        format!("{}; {seen}", r.describe()),
+    );
+
+    let once = emit_sql(true, &dropped);
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "BEGIN; SAVEPOINT s; {once}; {once}; {once}; {once}; {once}; RELEASE SAVEPOINT s; \
+             {once}; {once}; {once}; {once}; {once}; COMMIT"
+        ),
+    );
+    let r = a.round();
+    let (kept, seen) = intact(a);
+    push(
+        out,
+        "mallory: the same bytes ten times in one transaction, five of them in a savepoint",
+        REPLAYED,
+        r.refused_by_walsender(10, "it was sealed in transaction") && kept,
+        format!("{}; {seen}", r.describe()),
+    );
+
+    run_as(a.publisher(), MALLORY, &bound_emit_sql(&dropped));
+    let r = a.round();
+    let (kept, seen) = intact(a);
+    push(
+        out,
+        "mallory: the same bytes with the xid rewritten to her own transaction's",
+        "refused by the walsender: the xid is under the tag (\"its authentication tag is \
+         wrong\"), `rejected` +1; nothing changes on the subscriber",
+        r.refused_by_walsender(1, TAG_WRONG) && kept,
+        format!("{}; {seen}", r.describe()),
+    );
+
+    a.emit(MALLORY, false, &dropped);
+    let r = a.round();
+    let (kept, seen) = intact(a);
+    push(
+        out,
+        "mallory: the same bytes, non-transactional",
+        "ignored: no WARNING, not counted, nothing sent; nothing changes on the subscriber",
+        r.ignored() && kept,
+        format!("{}; {seen}", r.describe()),
+    );
+
+    let other = crate::ddl_publisher("attacks-other");
+    query(
+        &other,
+        "CREATE PUBLICATION p_peek FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    let foreign = capture(&other, SUPERUSER, "CREATE TABLE other_t (a int)");
+    drop(other);
+    a.emit(MALLORY, true, &foreign);
+    let r = a.round();
+    push(
+        out,
+        "mallory: a genuine record of another ddl_sync publisher (`CREATE TABLE other_t`, by \
+         its superuser), emitted on this one",
+        "refused by the walsender: sealed under another key (\"its authentication tag is \
+         wrong\"), `rejected` +1, nothing sent",
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("other_t"),
+        r.describe(),
+    );
+}
+
+fn spoofed_keys(a: &mut Arena, out: &mut Vec<Outcome>) {
+    const CLAIMS: u32 = 64;
+    /// Events the subscriber dropped as already applied, so far.
+    fn duplicates(a: &Arena) -> String {
+        query(
+            a.subscriber(),
+            "SELECT coalesce(sum(duplicates), 0) FROM ddl_sync.subscription_counters",
+        )
+    }
+    let claim = DdlRecord {
+        flags: RecordFlags::TOP_LEVEL | RecordFlags::TRANSACTIONAL | RecordFlags::FORWARDED,
+        origin: RecordOrigin {
+            capturing_sysid: a.pub_sysid,
+            original_sysid: a.pub_sysid,
+            original_lsn: 0,
+        },
+        ..forged(
+            "CREATE TABLE",
+            "table",
+            "public.spoof",
+            "CREATE TABLE spoof (a int)",
+        )
+    };
+    let before = duplicates(a);
+    // original_lsn is bytes 34..42 of the record.
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "SELECT pg_logical_emit_message(true, 'ddl_sync', overlay({} placing
+                 decode(lpad(to_hex((pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint + 8 * g), 16, '0'), 'hex')
+                 from 35 for 8))
+               FROM generate_series(0, {}) AS g",
+            bytea(&encode(&claim)),
+            CLAIMS - 1
+        ),
+    );
+    let r = a.round();
+    let after = duplicates(a);
+    push(
+        out,
+        format!(
+            "mallory: {CLAIMS} forwarded records claiming the origin keys (publisher, next LSNs \
+             in steps of 8) that the statements after them will have"
+        ),
+        "all refused by the walsender (WARNING each, `rejected` +64), so no key is taken: the \
+         genuine statement after them is applied, not dropped as a duplicate",
+        r.refused_by_walsender(CLAIMS as i64, TAG_WRONG) && before == after,
+        format!("{}; duplicates counted {before} -> {after}", r.describe()),
+    );
+
+    let cycle = DdlRecord {
+        origin: RecordOrigin {
+            capturing_sysid: a.pub_sysid,
+            original_sysid: a.sub_sysid,
+            original_lsn: 0x1000,
+        },
+        ..claim
+    };
+    a.emit(MALLORY, true, &encode(&cycle));
+    let r = a.round();
+    push(
+        out,
+        "mallory: a forwarded record naming the subscriber as the statement's origin (which the \
+         subscriber would take for its own DDL come back around a cycle)",
+        "refused by the walsender (WARNING, `rejected` +1); the genuine statement after it is \
+         applied",
+        r.refused_by_walsender(1, TAG_WRONG) && !a.exists("spoof"),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "DO $$ BEGIN PERFORM pg_catalog.set_config('ddl_sync.replay_origin', '{} 0/10', false);
+                 EXCEPTION WHEN OTHERS THEN NULL; END $$;
+             CREATE TABLE m_origin (a int)",
+            a.sub_sysid as i64
+        ),
+    );
+    let r = a.round();
+    let row = query(
+        a.subscriber(),
+        "SELECT coalesce((SELECT apply_status || ' ' || origin_sysid || ' ' || origin_lsn || ' '
+                                 || forwarded
+                            FROM ddl_sync.events WHERE object_identity = 'public.m_origin'),
+                         'no row')",
+    );
+    let origin = row.split(' ').collect::<Vec<_>>();
+    let publisher_sysid = (a.pub_sysid as i64).to_string();
+    push(
+        out,
+        "mallory: set_config('ddl_sync.replay_origin', '<subscriber> 0/10', false), then her \
+         `CREATE TABLE m_origin (a int)`",
+        "no effect (the origin is not a setting): the statement is applied on the subscriber, \
+         keyed by the publisher and its own LSN, not forwarded",
+        r.logged("applied", "CREATE TABLE", "")
+            && origin.len() == 4
+            && origin[0] == "applied"
+            && origin[1] == publisher_sysid
+            && origin[2] != "0/10"
+            && origin[3] == "false"
+            && a.exists("m_origin"),
+        format!("{}; its apply log row: {row}", r.describe()),
+    );
+}
+
+fn privileges(a: &mut Arena, out: &mut Vec<Outcome>) {
+    use std::os::unix::fs::PermissionsExt;
+    let key_path = a.publisher().data_dir().join(KEY_FILE);
+    let mode = std::fs::metadata(&key_path).map(|m| m.permissions().mode() & 0o777);
+    push(
+        out,
+        "the record key $PGDATA/ddl_sync_record.key",
+        "exists, mode 0600: only the server's OS user reads it",
+        matches!(mode, Ok(0o600)),
+        match mode {
+            Ok(m) => format!("mode {m:o}"),
+            Err(e) => format!("cannot stat {}: {e}", key_path.display()),
+        },
+    );
+    let key = key_path.display().to_string();
+    let replay = "SELECT * FROM ddl_sync.replay(NULL::text, NULL::text, NULL::text, NULL::text, \
+                  NULL::text, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::text, NULL::text)";
+    // (on the subscriber, what for, the statement)
+    let cases = [
+        (
+            false,
+            "read the record key",
+            format!("SELECT pg_read_binary_file('{KEY_FILE}')"),
+        ),
+        (
+            false,
+            "read the record key with COPY",
+            format!("BEGIN; CREATE TEMP TABLE k (line text); COPY k FROM '{key}'; COMMIT"),
+        ),
+        (
+            false,
+            "read the record key as a large object",
+            format!("SELECT lo_import('{key}')"),
+        ),
+        (
+            false,
+            "declare the capture's replay-origin entry point (not declared in SQL)",
+            "CREATE FUNCTION public.m_set_origin(boolean, bigint, bigint) RETURNS void \
+             LANGUAGE c AS '$libdir/ddl_pgoutput', 'ddl_sync_set_replay_origin'"
+                .to_string(),
+        ),
+        (
+            false,
+            "turn on the extension's own-change flag",
+            "SELECT ddl_sync.set_local_change(true)".to_string(),
+        ),
+        (
+            true,
+            "turn on the extension's own-change flag",
+            "SELECT ddl_sync.set_local_change(true)".to_string(),
+        ),
+        (true, "call the replay directly", replay.to_string()),
+        (
+            false,
+            "insert an event row by hand",
+            event_insert_sql(
+                900,
+                "postgres",
+                "table",
+                "CREATE TABLE",
+                "CREATE TABLE pwned (a int)",
+            ),
+        ),
+        (
+            true,
+            "insert an event row by hand",
+            event_insert_sql(
+                901,
+                "postgres",
+                "table",
+                "CREATE TABLE",
+                "CREATE TABLE pwned (a int)",
+            ),
+        ),
+        (
+            true,
+            "rewrite the apply log",
+            "UPDATE ddl_sync.events SET apply_status = 'applied'".to_string(),
+        ),
+        (
+            true,
+            "erase the apply log",
+            "DELETE FROM ddl_sync.events".to_string(),
+        ),
+        (
+            false,
+            "truncate ddl_sync.events (replicated: it would empty the subscriber's apply log)",
+            "TRUNCATE ddl_sync.events".to_string(),
+        ),
+        (
+            true,
+            "disable the apply trigger",
+            "ALTER TABLE ddl_sync.events DISABLE TRIGGER apply_event".to_string(),
+        ),
+        (
+            true,
+            "forge the subscription's counters",
+            "SELECT ddl_sync.count_event(0, 'applied', NULL, '0/0')".to_string(),
+        ),
+        (
+            false,
+            "change the publications' DDL configuration directly",
+            "DELETE FROM ddl_sync.publication_sync".to_string(),
+        ),
+        (
+            false,
+            "stop the publication's DDL",
+            "ALTER PUBLICATION p SET (ddl = 'table')".to_string(),
+        ),
+        (
+            false,
+            "reset the statistics (hide the rejected count)",
+            "SELECT ddl_sync.reset_publication_stats('p')".to_string(),
+        ),
+        (
+            false,
+            "disable the capture",
+            "ALTER EVENT TRIGGER ddl_sync_capture_ddl_command_end DISABLE".to_string(),
+        ),
+        (
+            true,
+            "change the subscription's DDL kinds and conflict policy",
+            "SELECT ddl_sync.set_subscription_ddl('sub', 'table', 'skip')".to_string(),
+        ),
+        (
+            true,
+            "stop the subscription",
+            "ALTER SUBSCRIPTION sub DISABLE".to_string(),
+        ),
+        (
+            false,
+            "read the DDL stream from the subscription's slot",
+            "SELECT * FROM pg_logical_slot_peek_binary_changes('s', NULL, NULL, \
+             'proto_version', '1', 'publication_names', 'p')"
+                .to_string(),
+        ),
+        (
+            false,
+            "make a slot of her own",
+            "SELECT pg_create_logical_replication_slot('mallory_slot', 'ddl_pgoutput')".to_string(),
+        ),
+    ];
+    for (on_subscriber, what, sql) in cases {
+        let (side, pg) = if on_subscriber {
+            ("subscriber", a.subscriber())
+        } else {
+            ("publisher", a.publisher())
+        };
+        let (ok, error) = as_role(pg, MALLORY, &sql);
+        let r = a.round();
+        push(
+            out,
+            format!("mallory on the {side}: {what}: `{sql}`"),
+            "fails with insufficient_privilege (42501); replication goes on",
+            !ok && error.contains("42501") && r.continues() && r.effect.log.is_empty(),
+            format!(
+                "{}; {}",
+                if ok { "succeeded" } else { error.as_str() },
+                r.describe()
+            ),
+        );
+    }
+}
+
+fn missing_role(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let cases = [
+        (
+            "CREATE TABLE ghost_t (a int)",
+            "CREATE TABLE",
+            "SELECT count(*) FROM pg_class WHERE relname = 'ghost_t'",
+        ),
+        (
+            "CREATE FUNCTION public.ghost_fn() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",
+            "CREATE FUNCTION",
+            "SELECT count(*) FROM pg_proc WHERE proname = 'ghost_fn'",
+        ),
+        (
+            "CREATE VIEW ghost_v AS SELECT 1 AS one",
+            "CREATE VIEW",
+            "SELECT count(*) FROM pg_class WHERE relname = 'ghost_v'",
+        ),
+        (
+            "CREATE TYPE ghost_mood AS ENUM ('sad')",
+            "CREATE TYPE",
+            "SELECT count(*) FROM pg_type WHERE typname = 'ghost_mood'",
+        ),
+    ];
+    for (sql, tag, made) in cases {
+        run_as(a.publisher(), GHOST, sql);
+        let r = a.round();
+        let count = query(a.subscriber(), made);
+        push(
+            out,
+            format!("ghost (a role only the publisher has): `{sql}`"),
+            "refused on the subscriber: role \"ghost\" does not exist on this subscriber; \
+             nothing created (in particular nothing owned by the subscription owner)",
+            r.logged(
+                "refused",
+                tag,
+                "role \"ghost\" does not exist on this subscriber",
+            ) && count == "0",
+            format!("{}; objects made on the subscriber: {count}", r.describe()),
+        );
+    }
+}
+
+fn event_rows(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let (ok, error) = as_role(
+        a.publisher(),
+        MALLORY,
+        &event_insert_sql(
+            1,
+            "postgres",
+            "table",
+            "CREATE TABLE",
+            "CREATE TABLE pwned_event (a int)",
+        ),
+    );
+    query(
+        a.publisher(),
+        &event_insert_sql(
+            1,
+            "postgres",
+            "table",
+            "CREATE TABLE",
+            "CREATE TABLE pwned_event (a int)",
+        ),
+    );
+    let r = a.round();
+    let local = query(
+        a.publisher(),
+        "SELECT apply_status || '|' || apply_detail FROM ddl_sync.events
+          WHERE origin_sysid = 42 AND origin_lsn = '0/1'",
+    );
+    push(
+        out,
+        "publisher: a row inserted into ddl_sync.events (mallory may not; a superuser does) \
+         claiming `CREATE TABLE pwned_event (a int)`",
+        "mallory's INSERT fails (42501); the superuser's row is refused where it was inserted \
+         (not by an apply worker) and never sent by ddl_pgoutput: no apply log row",
+        !ok && error.contains("42501")
+            && r.effect.log.is_empty()
+            && local.starts_with("refused|not inserted by a subscription's apply worker")
+            && !a.exists("pwned_event")
+            && r.continues(),
+        format!(
+            "mallory: {}; the row on the publisher: {local}; {}",
+            if ok { "succeeded" } else { error.as_str() },
+            r.describe()
+        ),
+    );
+
+    query(
+        a.publisher(),
+        "CREATE PUBLICATION p_events FOR TABLE ddl_sync.events;
+         SELECT pg_create_logical_replication_slot('s_plain', 'pgoutput');",
+    );
+    query(
+        a.subscriber(),
+        &format!(
+            "CREATE SUBSCRIPTION sub_plain CONNECTION '{}' PUBLICATION p_events
+                 WITH (create_slot = false, slot_name = 's_plain', copy_data = false)",
+            a.publisher().connstr("postgres")
+        ),
+    );
+    query(
+        a.publisher(),
+        &event_insert_sql(
+            2,
+            "postgres",
+            "table",
+            "CREATE TABLE",
+            "CREATE TABLE pwned_plain (a int)",
+        ),
+    );
+    let arrived = caught_up(a.publisher(), "sub_plain");
+    let row = query(
+        a.subscriber(),
+        "SELECT coalesce((SELECT apply_status || '|' || apply_detail FROM ddl_sync.events
+                           WHERE origin_sysid = 42 AND origin_lsn = '0/2'), 'no row')",
+    );
+    let r = a.round();
+    push(
+        out,
+        "publisher: the same, read by a second subscription whose slot was made with plain \
+         pgoutput (publication of ddl_sync.events)",
+        "the row arrives as a row and is kept refused: a row of the publisher's own \
+         ddl_sync.events, nothing replayed",
+        arrived
+            && row.starts_with("refused|a row of the publisher's own ddl_sync.events")
+            && !a.exists("pwned_plain")
+            && r.continues(),
+        format!(
+            "{}the row on the subscriber: {row}; {}",
+            if arrived {
+                ""
+            } else {
+                "sub_plain did not catch up; "
+            },
+            r.describe()
+        ),
+    );
+    query(a.subscriber(), "DROP SUBSCRIPTION sub_plain");
+    query(a.publisher(), "DROP PUBLICATION p_events");
+
+    // A TRUNCATE of the publisher's table would empty the subscriber's apply log (and its
+    // de-duplication keys) if it travelled.
+    query(
+        a.publisher(),
+        "CREATE TABLE marks_noise (id int PRIMARY KEY); INSERT INTO marks_noise VALUES (1);",
+    );
+    a.round();
+    let before = query(a.subscriber(), "SELECT count(*) FROM ddl_sync.events");
+    let (ok, error) = as_role(a.publisher(), MALLORY, "TRUNCATE ddl_sync.events");
+    query(a.publisher(), "TRUNCATE ddl_sync.events, marks_noise");
+    let r = a.round();
+    let after = query(a.subscriber(), "SELECT count(*) FROM ddl_sync.events");
+    let noise = query(a.subscriber(), "SELECT count(*) FROM marks_noise");
+    push(
+        out,
+        "publisher: TRUNCATE ddl_sync.events (mallory may not; a superuser does, together with \
+         another published table)",
+        "mallory's TRUNCATE fails (42501); the superuser's reaches the subscriber for the other \
+         table only: the subscriber's apply log keeps every row",
+        !ok && error.contains("42501")
+            && after.parse::<i64>().unwrap_or(-1) >= before.parse::<i64>().unwrap_or(i64::MAX)
+            && noise == "0"
+            && r.continues(),
+        format!(
+            "mallory: {}; apply log rows before {before}, after {after}; marks_noise rows on \
+             the subscriber: {noise}; {}",
+            if ok { "succeeded" } else { error.as_str() },
+            r.describe()
+        ),
+    );
+}
+
+/// A `pg_catalog` function that a role shadows with one of its own in `public`.
+struct Shadow {
+    name: &'static str,
+    /// Parameters, named `a`, `b`, `c`.
+    params: &'static str,
+    /// The same names, to pass on.
+    args: &'static str,
+    returns: &'static str,
+}
+
+const fn shadow(
+    name: &'static str,
+    params: &'static str,
+    args: &'static str,
+    returns: &'static str,
+) -> Shadow {
+    Shadow {
+        name,
+        params,
+        args,
+        returns,
+    }
+}
+
+/// SQL of `role` that creates in `public` an operator `=` for each pair of types and a function
+/// for each [`Shadow`]: each calls `public.<role>_escalate`, then returns what `pg_catalog`'s
+/// would. Statements, one per line.
+fn plant(role: &str, operators: &[(&str, &str)], shadows: &[Shadow]) -> (String, usize) {
+    let mut sql = String::new();
+    for (i, (left, right)) in operators.iter().enumerate() {
+        sql.push_str(&format!(
+            "CREATE FUNCTION public.{role}_eq_{i}(a {left}, b {right}) RETURNS boolean \
+             LANGUAGE plpgsql AS $f$ BEGIN PERFORM public.{role}_escalate('operator = ({left}, \
+             {right})'); RETURN a OPERATOR(pg_catalog.=) b; END $f$;\n\
+             CREATE OPERATOR public.= (LEFTARG = {left}, RIGHTARG = {right}, \
+             FUNCTION = public.{role}_eq_{i});\n"
+        ));
+    }
+    for s in shadows {
+        sql.push_str(&format!(
+            "CREATE FUNCTION public.{name}({params}) RETURNS {returns} LANGUAGE plpgsql AS $f$ \
+             BEGIN PERFORM public.{role}_escalate('{name}'); RETURN pg_catalog.{name}({args}); \
+             END $f$;\n",
+            name = s.name,
+            params = s.params,
+            returns = s.returns,
+            args = s.args,
+        ));
+    }
+    (sql, 2 * operators.len() + shadows.len())
+}
+
+fn search_path_hijack(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let (mallory_plant, statements) = plant(
+        MALLORY,
+        &[
+            ("oid", "oid"),
+            ("text", "text"),
+            ("name", "name"),
+            ("name", "text"),
+            ("bigint", "bigint"),
+            ("pg_lsn", "pg_lsn"),
+        ],
+        &[
+            shadow("quote_ident", "a text", "a", "text"),
+            shadow("current_setting", "a text", "a", "text"),
+            shadow("current_setting", "a text, b boolean", "a, b", "text"),
+            shadow("set_config", "a text, b text, c boolean", "a, b, c", "text"),
+            shadow("lower", "a text", "a", "text"),
+            shadow("format", "a text", "a", "text"),
+            shadow("pg_get_userbyid", "a oid", "a", "name"),
+            shadow("to_regclass", "a text", "a", "regclass"),
+        ],
+    );
+    run_as(a.publisher(), MALLORY, &mallory_plant);
+    let r = a.round();
+    setup(
+        out,
+        "mallory plants in public operators = (oid, oid), (text, text), (name, name), (name, \
+         text), (bigint, bigint), (pg_lsn, pg_lsn) and functions shadowing quote_ident, \
+         current_setting, set_config, lower, format, pg_get_userbyid, to_regclass (each calls \
+         mallory_escalate first)",
+        &r,
+        statements,
+    );
+
+    const UNHARMED: &str = "applied; no planted operator or function runs as a superuser on \
+        either node (attack_log empty, mallory not a superuser); rows arrive";
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "SET search_path = public, pg_catalog;
+         CREATE TABLE hijack_t (id int PRIMARY KEY, name text);
+         CREATE INDEX hijack_i ON hijack_t (name);
+         ALTER TABLE hijack_t ADD COLUMN note text;
+         CREATE VIEW hijack_v AS SELECT id FROM hijack_t WHERE name = 'x';
+         INSERT INTO hijack_t VALUES (1, 'a', 'b');",
+    );
+    let r = a.round();
+    let rows = query(a.subscriber(), "SELECT count(*) FROM hijack_t");
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "mallory, with search_path = public, pg_catalog: CREATE TABLE (registered by the \
+         subscriber), CREATE INDEX, ALTER TABLE ADD COLUMN, CREATE VIEW, a row",
+        UNHARMED,
+        r.all_applied(4) && rows == "1" && clean,
+        format!("{}; rows: {rows}; {seen}", r.describe()),
+    );
+
+    query(
+        a.publisher(),
+        "SET search_path = public, pg_catalog;
+         CREATE TABLE su_path_t (id int PRIMARY KEY, name text);
+         ALTER TABLE su_path_t ADD COLUMN note text;
+         CREATE INDEX su_path_i ON su_path_t (name);
+         INSERT INTO su_path_t VALUES (1, 'a', 'b');",
+    );
+    let r = a.round();
+    let rows = query(a.subscriber(), "SELECT count(*) FROM su_path_t");
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "superuser, with search_path = public, pg_catalog, after mallory's planting: CREATE \
+         TABLE, ALTER TABLE, CREATE INDEX, a row (ddl_sync's capture and replay add no lookup \
+         in public)",
+        UNHARMED,
+        r.all_applied(3) && rows == "1" && clean,
+        format!("{}; rows: {rows}; {seen}", r.describe()),
+    );
+    a.reset_if_escalated("mallory's planting");
+
+    // eve exists only on the subscriber and plants there, locally.
+    let (eve_plant, _) = plant(
+        EVE,
+        &[
+            ("integer", "integer"),
+            ("smallint", "smallint"),
+            ("\"char\"", "\"char\""),
+            ("boolean", "boolean"),
+            ("regclass", "regclass"),
+        ],
+        &[
+            shadow("upper", "a text", "a", "text"),
+            shadow("length", "a text", "a", "integer"),
+            shadow("quote_literal", "a text", "a", "text"),
+            shadow("replace", "a text, b text, c text", "a, b, c", "text"),
+            shadow("split_part", "a text, b text, c integer", "a, b, c", "text"),
+            shadow("format_type", "a oid, b integer", "a, b", "text"),
+            shadow("pg_get_indexdef", "a oid", "a", "text"),
+            shadow("array_to_string", "a anyarray, b text", "a, b", "text"),
+            shadow("btrim", "a text", "a", "text"),
+        ],
+    );
+    run_as(
+        a.subscriber(),
+        EVE,
+        &format!(
+            "CREATE TABLE public.eve_log (what text);\n{};\n{eve_plant}",
+            escalate_sql(EVE, "eve_log")
+        ),
+    );
+    query(
+        a.publisher(),
+        "SET search_path = public, pg_catalog;
+         CREATE TABLE eve_bait (id int PRIMARY KEY, flag boolean, kind \"char\", small smallint);
+         ALTER TABLE eve_bait ADD COLUMN note text;
+         CREATE INDEX eve_bait_i ON eve_bait (small);
+         INSERT INTO eve_bait VALUES (1, true, 'r', 1, 'n');",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "SET search_path = public, pg_catalog;
+         CREATE TABLE eve_bait_m (id int PRIMARY KEY, small smallint);
+         ALTER TABLE eve_bait_m ADD COLUMN n int;",
+    );
+    let r = a.round();
+    let eve = rolsuper(a.subscriber(), EVE);
+    let eve_log = query(
+        a.subscriber(),
+        "SELECT count(*) || coalesce(': ' || string_agg(what, ', '), '') FROM eve_log",
+    );
+    let rows = query(a.subscriber(), "SELECT count(*) FROM eve_bait");
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "eve (a role only the subscriber has) plants in the subscriber's public operators = \
+         (integer, integer), (smallint, smallint), (\"char\", \"char\"), (boolean, boolean), \
+         (regclass, regclass) and shadows of upper, length, quote_literal, replace, split_part, \
+         format_type, pg_get_indexdef, array_to_string, btrim; then a superuser and mallory \
+         replicate DDL with search_path = public, pg_catalog",
+        "applied; none of eve's code runs as a superuser (eve_log empty, eve not a superuser); \
+         rows arrive",
+        r.all_applied(5) && eve == "false" && eve_log == "0" && rows == "1" && clean,
+        format!(
+            "{}; eve superuser {eve}; eve_log {eve_log}; rows: {rows}; {seen}",
+            r.describe()
+        ),
+    );
+    a.reset_if_escalated("eve's planting");
+}
+
+fn switches(a: &mut Arena, out: &mut Vec<Outcome>) {
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE TABLE m_lc (v int);
+         INSERT INTO m_lc VALUES (1), (2);
+         CREATE FUNCTION public.mallory_flip(v int) RETURNS bigint LANGUAGE plpgsql IMMUTABLE \
+         AS $f$ BEGIN \
+         BEGIN PERFORM pg_catalog.set_config('ddl_sync.local_change', 'on', false); \
+         EXCEPTION WHEN OTHERS THEN NULL; END; \
+         BEGIN PERFORM ddl_sync.set_local_change(true); EXCEPTION WHEN OTHERS THEN NULL; END; \
+         RETURN v; END $f$",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "mallory creates m_lc with rows and mallory_flip(), which sets \
+         ddl_sync.local_change = on for the session and calls ddl_sync.set_local_change(true)",
+        &r,
+        2,
+    );
+    let local_rows = "SELECT count(*) FROM ddl_sync.publication_sync";
+    let before = query(a.subscriber(), local_rows);
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "ALTER TABLE m_lc ALTER COLUMN v TYPE bigint USING public.mallory_flip(v)",
+    );
+    query(
+        a.publisher(),
+        "CREATE PUBLICATION p_lc FOR ALL TABLES WITH (ddl = 'table')",
+    );
+    let r = a.round();
+    let sent = query(
+        a.publisher(),
+        "SELECT count(*) FROM ddl_sync.publication_sync s
+           JOIN pg_publication p ON p.oid = s.pfsyncpubid WHERE p.pubname = 'p_lc'",
+    );
+    let after = query(a.subscriber(), local_rows);
+    let ty = column_type(a.subscriber(), "m_lc", "v");
+    push(
+        out,
+        "mallory: `ALTER TABLE m_lc ALTER COLUMN v TYPE bigint USING public.mallory_flip(v)` \
+         (her code runs in the apply worker during the replay), then the publisher writes \
+         publication_sync rows (CREATE PUBLICATION ... WITH (ddl))",
+        "the statement applied; the publisher's publication_sync rows still never land in the \
+         subscriber's ddl_sync.publication_sync (the flag is not a setting)",
+        r.logged("applied", "ALTER TABLE", "") && sent != "0" && before == after && ty == "bigint",
+        format!(
+            "{}; publisher's p_lc rows: {sent}; subscriber's publication_sync rows {before} -> \
+             {after}; m_lc.v on the subscriber: {ty}",
+            r.describe()
+        ),
+    );
+}
+
+fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let escalating = |name: &str, params: &str, returns: &str, extra: &str, result: &str| {
+        format!(
+            "CREATE FUNCTION public.{name}({params}) RETURNS {returns} LANGUAGE plpgsql {extra} \
+             AS $f$ BEGIN PERFORM public.mallory_escalate('{name}'); RETURN {result}; END $f$;\n"
+        )
+    };
+    let mut setup_sql = String::from(
+        "CREATE TABLE m_code (x int, d int);\n\
+         CREATE TABLE m_side (x int);\n\
+         INSERT INTO m_code VALUES (0, 0);\n\
+         INSERT INTO m_side VALUES (0);\n",
+    );
+    setup_sql.push_str(&escalating("mallory_check", "v int", "boolean", "", "true"));
+    setup_sql.push_str(&escalating("mallory_default", "", "int", "", "0"));
+    setup_sql.push_str(&escalating("mallory_imm", "v int", "int", "IMMUTABLE", "v"));
+    setup_sql.push_str(&escalating(
+        "mallory_pred",
+        "v int",
+        "boolean",
+        "IMMUTABLE",
+        "true",
+    ));
+    setup_sql.push_str(&escalating("mallory_trg", "", "trigger", "", "NEW"));
+    setup_sql.push_str(&escalating(
+        "mallory_eq",
+        "a int, b int",
+        "boolean",
+        "IMMUTABLE",
+        "a OPERATOR(pg_catalog.=) b",
+    ));
+    setup_sql.push_str(&escalating(
+        "mallory_sd",
+        "v int",
+        "boolean",
+        "SECURITY DEFINER",
+        "true",
+    ));
+    setup_sql.push_str(&escalating(
+        "mallory_sd2",
+        "v int",
+        "boolean",
+        "SECURITY DEFINER",
+        "true",
+    ));
+    setup_sql.push_str(
+        "CREATE OPERATOR public.=== (LEFTARG = int, RIGHTARG = int, FUNCTION = public.mallory_eq);\n\
+         CREATE TRIGGER m_tg BEFORE INSERT ON m_code FOR EACH ROW EXECUTE FUNCTION public.mallory_trg();\n\
+         CREATE RULE m_rule AS ON INSERT TO m_code DO ALSO SELECT public.mallory_escalate('m_rule');\n\
+         CREATE DOMAIN m_dom2 AS int;\n",
+    );
+    run_as(a.publisher(), MALLORY, &setup_sql);
+    let r = a.round();
+    setup(
+        out,
+        "mallory creates tables m_code and m_side with a row each, eight functions that call \
+         mallory_escalate (two SECURITY DEFINER), an operator ===, a trigger and a rule on \
+         m_code (enabled on origin only), a domain",
+        &r,
+        14,
+    );
+
+    const REFUSED: &str = "refused on the subscriber (\"... it would run as the subscription \
+        owner\"), undone there; replication goes on";
+    let attacks: [(&str, &str, &str); 15] = [
+        ("ALTER TABLE m_code ENABLE ALWAYS TRIGGER m_tg", "ALTER TABLE", "is enabled ALWAYS"),
+        ("ALTER TABLE m_code ENABLE REPLICA TRIGGER m_tg", "ALTER TABLE", "is enabled REPLICA"),
+        ("ALTER TABLE m_code ENABLE ALWAYS RULE m_rule", "ALTER TABLE", "is enabled ALWAYS"),
+        ("ALTER TABLE m_code ENABLE REPLICA RULE m_rule", "ALTER TABLE", "is enabled REPLICA"),
+        (
+            "ALTER TABLE m_code ADD CONSTRAINT m_ck CHECK (public.mallory_check(x))",
+            "ALTER TABLE",
+            "mallory_check(integer)",
+        ),
+        (
+            "ALTER TABLE m_code ALTER COLUMN d SET DEFAULT public.mallory_default()",
+            "ALTER TABLE",
+            "mallory_default()",
+        ),
+        (
+            "ALTER TABLE m_code ADD CONSTRAINT m_ck_op CHECK (x OPERATOR(public.===) x)",
+            "ALTER TABLE",
+            "mallory_eq(integer,integer)",
+        ),
+        (
+            "ALTER TABLE m_side ADD COLUMN g int GENERATED ALWAYS AS (public.mallory_imm(x)) STORED",
+            "ALTER TABLE",
+            "mallory_imm(integer)",
+        ),
+        (
+            "CREATE INDEX m_idx ON m_side ((public.mallory_imm(x)))",
+            "CREATE INDEX",
+            "mallory_imm(integer)",
+        ),
+        (
+            "CREATE INDEX m_pidx ON m_side (x) WHERE public.mallory_pred(x)",
+            "CREATE INDEX",
+            "mallory_pred(integer)",
+        ),
+        (
+            "CREATE TABLE m_part (x int) PARTITION BY RANGE ((public.mallory_imm(x)))",
+            "CREATE TABLE",
+            "mallory_imm(integer)",
+        ),
+        (
+            "CREATE TABLE m_dflt (x int DEFAULT public.mallory_default())",
+            "CREATE TABLE",
+            "mallory_default()",
+        ),
+        (
+            "CREATE DOMAIN m_dom AS int CHECK (public.mallory_check(VALUE))",
+            "CREATE DOMAIN",
+            "mallory_check(integer)",
+        ),
+        (
+            "ALTER DOMAIN m_dom2 ADD CONSTRAINT m_dom2_ck CHECK (public.mallory_check(VALUE))",
+            "ALTER DOMAIN",
+            "mallory_check(integer)",
+        ),
+        (
+            "CREATE DOMAIN m_dom3 AS int DEFAULT public.mallory_default()",
+            "CREATE DOMAIN",
+            "mallory_default()",
+        ),
+    ];
+    for (sql, tag, what) in attacks {
+        run_as(a.publisher(), MALLORY, sql);
+        let r = a.round();
+        push(
+            out,
+            format!("mallory: `{sql}`"),
+            REFUSED,
+            r.logged("refused", tag, AS_OWNER) && r.effect.log[0].contains(what),
+            r.describe(),
+        );
+    }
+
+    for sql in [
+        "ALTER TABLE m_code ADD CONSTRAINT m_ck_sd CHECK (public.mallory_sd(x))",
+        "ALTER TABLE m_code ADD CONSTRAINT m_ck_sd2 CHECK (public.mallory_sd2(x))",
+    ] {
+        run_as(a.publisher(), MALLORY, sql);
+        let r = a.round();
+        push(
+            out,
+            format!("mallory: `{sql}` (a SECURITY DEFINER function of hers)"),
+            "applied: the function runs as mallory whoever calls it",
+            r.logged("applied", "ALTER TABLE", ""),
+            r.describe(),
+        );
+    }
+
+    query(
+        a.publisher(),
+        "CREATE TABLE su_code (x int, d int);
+         CREATE FUNCTION public.su_trg() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN RETURN NEW; END $f$;
+         CREATE FUNCTION public.su_check(v int) RETURNS boolean LANGUAGE plpgsql AS $f$ BEGIN RETURN true; END $f$;
+         CREATE FUNCTION public.su_imm(v int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT v';
+         CREATE FUNCTION public.su_default() RETURNS int LANGUAGE sql AS 'SELECT 0';
+         CREATE TRIGGER su_tg BEFORE INSERT ON su_code FOR EACH ROW EXECUTE FUNCTION public.su_trg();
+         CREATE RULE su_rule AS ON INSERT TO su_code DO ALSO NOTIFY su_code_inserted;",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "a superuser creates su_code, four functions, a trigger and a rule",
+        &r,
+        7,
+    );
+    query(
+        a.publisher(),
+        "ALTER TABLE su_code ENABLE ALWAYS TRIGGER su_tg;
+         ALTER TABLE su_code ENABLE ALWAYS RULE su_rule;
+         ALTER TABLE su_code ADD CONSTRAINT su_ck CHECK (public.su_check(x));
+         ALTER TABLE su_code ALTER COLUMN d SET DEFAULT public.su_default();
+         CREATE INDEX su_idx ON su_code ((public.su_imm(x)));",
+    );
+    let r = a.round();
+    push(
+        out,
+        "superuser: the same kinds of statement on their own table (ENABLE ALWAYS TRIGGER and \
+         RULE, CHECK and DEFAULT with their functions, an expression index)",
+        "all applied: a superuser's statements are not checked",
+        r.all_applied(5),
+        r.describe(),
+    );
+
+    const BYPASS: &str = "refused on the subscriber (\"... it would run as the subscription \
+        owner\"): the CHECK that calls it would now run it as the subscription owner";
+    for (sql, tag) in [
+        (
+            "ALTER FUNCTION public.mallory_sd(int) SECURITY INVOKER",
+            "ALTER FUNCTION",
+        ),
+        (
+            "CREATE OR REPLACE FUNCTION public.mallory_sd2(v int) RETURNS boolean LANGUAGE \
+             plpgsql AS $f$ BEGIN PERFORM public.mallory_escalate('mallory_sd2 replaced'); \
+             RETURN true; END $f$",
+            "CREATE FUNCTION",
+        ),
+    ] {
+        run_as(a.publisher(), MALLORY, sql);
+        let r = a.round();
+        push(
+            out,
+            format!(
+                "mallory, after her SECURITY DEFINER function was accepted in a CHECK: `{sql}` \
+                 (now SECURITY INVOKER)"
+            ),
+            BYPASS,
+            r.logged("refused", tag, AS_OWNER),
+            r.describe(),
+        );
+    }
+
+    run_as(a.publisher(), MALLORY, "INSERT INTO m_code (x) VALUES (1)");
+    query(a.publisher(), "INSERT INTO su_code (x) VALUES (1)");
+    let r = a.round();
+    let rows = query(
+        a.subscriber(),
+        "SELECT (SELECT count(*) FROM m_code) || ' ' || (SELECT count(*) FROM su_code)",
+    );
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "rows into m_code (mallory) and su_code (superuser) after all of the above, applied on \
+         the subscriber as the subscription owner",
+        "the rows arrive; none of mallory's code runs as a superuser (attack_log empty, \
+         mallory not a superuser on either node)",
+        rows == "2 1" && clean && r.continues(),
+        format!("{}; rows m_code, su_code: {rows}; {seen}", r.describe()),
+    );
+    a.reset_if_escalated("apply-time code");
+}
+
+fn session_leak(a: &mut Arena, out: &mut Vec<Outcome>) {
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE TABLE m_leak (v int);
+         INSERT INTO m_leak VALUES (1);
+         CREATE FUNCTION public.mallory_leak(v int) RETURNS bigint LANGUAGE plpgsql IMMUTABLE \
+         AS $f$ BEGIN PERFORM pg_catalog.set_config('search_path', 'public, pg_catalog', false); \
+         RETURN v; END $f$",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "mallory creates m_leak with a row and mallory_leak(), which sets search_path = public, \
+         pg_catalog for the rest of the session",
+        &r,
+        2,
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "ALTER TABLE m_leak ALTER COLUMN v TYPE bigint USING public.mallory_leak(v)",
+    );
+    let first = a.round();
+    // Later transactions of the same apply worker: the events' own comparisons (bigint,
+    // pg_lsn) and ddl_sync's queries would find mallory's operators = first.
+    query(
+        a.publisher(),
+        "CREATE TABLE leak_after (id int PRIMARY KEY); INSERT INTO leak_after VALUES (1);",
+    );
+    let second = a.round();
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "mallory: `ALTER TABLE m_leak ALTER COLUMN v TYPE bigint USING public.mallory_leak(v)` \
+         (her code sets the apply worker's search_path to public, pg_catalog with \
+         set_config(..., false)), then more DDL and rows (her operators = (bigint, bigint), \
+         (pg_lsn, pg_lsn), ... are in public)",
+        "the change does not outlive the replayed statement: none of mallory's code runs as a \
+         superuser afterwards (attack_log empty, mallory not a superuser); replication goes on",
+        clean && first.continues() && second.continues() && a.exists("leak_after"),
+        format!(
+            "the statement: {}; after it: {}; {seen}",
+            first.describe(),
+            second.describe()
+        ),
+    );
+    a.reset_if_escalated("the session leak");
+}
+
+fn finally(a: &mut Arena, out: &mut Vec<Outcome>) {
+    let r = a.round();
+    let (clean, seen) = a.unescalated();
+    let eve = rolsuper(a.subscriber(), EVE);
+    push(
+        out,
+        "after all attacks: both nodes",
+        "no planted code ever ran as a superuser (no escalation after any class), mallory and \
+         eve are ordinary roles, replication goes on",
+        a.escalations.is_empty() && clean && eve == "false" && r.continues(),
+        format!(
+            "{seen}; eve superuser {eve}; escalations: {}",
+            if a.escalations.is_empty() {
+                "none".to_string()
+            } else {
+                a.escalations.join(" | ")
+            }
+        ),
+    );
+}

@@ -1,0 +1,27 @@
+//! Attacks on DDL replication by an ordinary role (see `ddl_e2e::attacks`): every attack
+//! fails, says why (publisher WARNING and `rejected` counter, apply log row, or the attacker's
+//! error), and replication goes on; no planted code ever runs as a superuser. `cargo xtask
+//! reliability` runs the same cases and writes them into RELIABILITY.md.
+
+#[test]
+fn attacks_by_an_ordinary_role_fail_visibly_and_replication_goes_on() {
+    let outcomes = ddl_e2e::attacks::run();
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.passed)
+        .map(|o| {
+            format!(
+                "{}\n  expected: {}\n  observed: {}",
+                o.name, o.expected, o.observed
+            )
+        })
+        .collect();
+    assert!(outcomes.len() > 85, "{outcomes:#?}");
+    assert!(
+        failed.is_empty(),
+        "{} of {} attacks did not end as they must:\n{}",
+        failed.len(),
+        outcomes.len(),
+        failed.join("\n")
+    );
+}
