@@ -88,12 +88,7 @@ unsafe extern "C-unwind" fn change_cb(
     relation: pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    if events::is_events_relation(relation) {
-        return;
-    }
-    if let Some(cb) = pgoutput::callbacks().change_cb {
-        pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change));
-    }
+    on_change(ctx, txn, relation, change, false);
 }
 
 #[pg_guard]
@@ -103,10 +98,27 @@ unsafe extern "C-unwind" fn stream_change_cb(
     relation: pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
+    on_change(ctx, txn, relation, change, true);
+}
+
+/// Both change callbacks: pgoutput's, unless the change is one of `ddl_sync.events`.
+unsafe fn on_change(
+    ctx: *mut pg_sys::LogicalDecodingContext,
+    txn: *mut pg_sys::ReorderBufferTXN,
+    relation: pg_sys::Relation,
+    change: *mut pg_sys::ReorderBufferChange,
+    streaming: bool,
+) {
     if events::is_events_relation(relation) {
         return;
     }
-    if let Some(cb) = pgoutput::callbacks().stream_change_cb {
+    let callbacks = pgoutput::callbacks();
+    let cb = if streaming {
+        callbacks.stream_change_cb
+    } else {
+        callbacks.change_cb
+    };
+    if let Some(cb) = cb {
         pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change));
     }
 }

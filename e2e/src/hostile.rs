@@ -44,6 +44,29 @@ pub(crate) const TIMEOUT: Duration = Duration::from_secs(60);
 /// The size of the oversized statement's literal.
 const OVERSIZED: usize = 10 * 1024 * 1024;
 
+/// Panics, listing each case that did not end as it must, unless every one did and there are
+/// more than `at_least` (a campaign that silently ran fewer cases proves less).
+pub fn assert_all_passed(outcomes: &[Outcome], at_least: usize) {
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.passed)
+        .map(|o| {
+            format!(
+                "{}\n  expected: {}\n  observed: {}",
+                o.name, o.expected, o.observed
+            )
+        })
+        .collect();
+    assert!(outcomes.len() > at_least, "{outcomes:#?}");
+    assert!(
+        failed.is_empty(),
+        "{} of {} cases did not end as they must:\n{}",
+        failed.len(),
+        outcomes.len(),
+        failed.join("\n")
+    );
+}
+
 /// Runs every case; the last outcome is the comparison of both sides after all of them.
 pub fn run() -> Vec<Outcome> {
     let mut h = Harness::new();

@@ -9,6 +9,7 @@
 //! way PostgreSQL does: same expression, same generated name, marked valid without a scan, on
 //! the table and (with one more inheritance count each) on its own partitions.
 
+use crate::server::relation_oid;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -43,17 +44,8 @@ pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck>
         .filter(|cmd| (**cmd).subtype == pg_sys::AlterTableType::AT_DetachPartition)
         .map(|cmd| (*cmd).def as *mut pg_sys::PartitionCmd)
         .find(|def| !def.is_null() && (**def).concurrent)?;
-    let relid = pg_sys::RangeVarGetRelidExtended(
-        (*partition).name,
-        pg_sys::NoLock as pg_sys::LOCKMODE,
-        pg_sys::RVROption::RVR_MISSING_OK,
-        None,
-        std::ptr::null_mut(),
-    );
-    if relid == pg_sys::InvalidOid {
-        // The statement fails on its own.
-        return None;
-    }
+    // None: the statement fails on its own.
+    let relid = relation_oid((*partition).name)?;
     // Reading is enough here; the detach takes its own locks (parent first) right after.
     let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));

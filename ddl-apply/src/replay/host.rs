@@ -2,6 +2,7 @@
 
 use crate::replay::statement::{self, Checked};
 use crate::replay::{apply_code, detach};
+use crate::server::with_search_path;
 use ddl_adapter::{Context, Host, Outcome};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -226,39 +227,6 @@ fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, search_path: &
     if let Some(check) = detach {
         // SAFETY: in the transaction that ran the detach.
         unsafe { check.add() };
-    }
-}
-
-/// Runs `f` with `path` as search_path, then undoes every setting changed inside (an ERROR
-/// inside leaves that to the abort of the (sub)transaction).
-///
-/// Only the event's own statement (and the name lookups that must see what it sees) runs
-/// under the event's search_path: anything else ddl_sync does in between (its own queries, as
-/// the subscription owner) would otherwise resolve operators and functions in schemas the
-/// publisher's roles can write to.
-pub fn with_search_path<R>(path: &str, f: impl FnOnce() -> R) -> R {
-    // The output plugin sends no record with a NUL byte; a row that has one runs nothing.
-    let value = CString::new(path).unwrap_or_default();
-    // SAFETY: a new GUC nest level, the setting saved in it, and the level popped after, as
-    // fmgr does for a function's `SET` clause, but popped as on abort (as PostgreSQL's index
-    // builds do): code the statement runs (a function in a USING expression, say) may call
-    // set_config(..., false), which a committed level would keep for the apply worker's
-    // session, its search_path included.
-    unsafe {
-        let nest = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        let result = f();
-        pg_sys::AtEOXact_GUC(false, nest);
-        result
     }
 }
 

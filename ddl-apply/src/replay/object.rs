@@ -9,6 +9,7 @@
 //! domain statements (ddl-capture's `trigger.rs` does the same).
 
 use crate::replay::host;
+use crate::server::relation_oid;
 use pgrx::pg_sys;
 use std::borrow::Cow;
 use std::ffi::CStr;
@@ -115,17 +116,7 @@ pub unsafe fn relation_schema(node: *mut pg_sys::Node) -> Option<String> {
             host::in_subtransaction(|| pg_sys::RangeVarGetCreationNamespace(relation), |_| true);
         found.ok()?
     } else {
-        let relid = pg_sys::RangeVarGetRelidExtended(
-            relation,
-            pg_sys::NoLock as pg_sys::LOCKMODE,
-            pg_sys::RVROption::RVR_MISSING_OK,
-            None,
-            std::ptr::null_mut(),
-        );
-        if relid == pg_sys::InvalidOid {
-            return None;
-        }
-        pg_sys::get_rel_namespace(relid)
+        pg_sys::get_rel_namespace(relation_oid(relation)?)
     };
     let name = pg_sys::get_namespace_name(namespace);
     (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
@@ -136,16 +127,7 @@ unsafe fn relation_type(relation: *mut pg_sys::RangeVar) -> Option<&'static str>
     if relation.is_null() {
         return None;
     }
-    let relid = pg_sys::RangeVarGetRelidExtended(
-        relation,
-        pg_sys::NoLock as pg_sys::LOCKMODE,
-        pg_sys::RVROption::RVR_MISSING_OK,
-        None,
-        std::ptr::null_mut(),
-    );
-    if relid == pg_sys::InvalidOid {
-        return None;
-    }
+    let relid = relation_oid(relation)?;
     match pg_sys::get_rel_relkind(relid) as u8 {
         b'r' | b'p' => Some("table"),
         b'i' | b'I' => Some("index"),

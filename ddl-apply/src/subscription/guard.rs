@@ -13,6 +13,7 @@
 //! extension script, and any session with `ddl_sync.allow_local_ddl = on` (maintenance).
 
 use crate::privilege::AsCatalogOwner;
+use crate::server::relation_oid;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -123,13 +124,7 @@ unsafe fn relations(node: *mut pg_sys::Node) -> Vec<pg_sys::Oid> {
         .into_iter()
         .filter(|rv| !rv.is_null())
         .filter_map(|rv| {
-            let relid = pg_sys::RangeVarGetRelidExtended(
-                rv,
-                pg_sys::NoLock as pg_sys::LOCKMODE,
-                pg_sys::RVROption::RVR_MISSING_OK,
-                None,
-                std::ptr::null_mut(),
-            );
+            let relid = relation_oid(rv)?;
             match pg_sys::get_rel_relkind(relid) as u8 {
                 0 => None,
                 pg_sys::RELKIND_INDEX | pg_sys::RELKIND_PARTITIONED_INDEX => {

@@ -160,7 +160,7 @@ fn local_shape(schemas: Vec<String>, relnames: Vec<String>, subid: pg_sys::Oid) 
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
           WHERE s.srsubid = $3",
     );
-    with_empty_search_path(|| {
+    crate::server::with_search_path("", || {
         Spi::connect(|client| {
             let table =
                 client.select(&sql, None, &[schemas.into(), relnames.into(), subid.into()])?;
@@ -177,28 +177,6 @@ fn local_shape(schemas: Vec<String>, relnames: Vec<String>, subid: pg_sys::Oid) 
         })
         .unwrap_or_else(|e| error!("ddl_sync: cannot describe the subscribed tables: {e}"))
     })
-}
-
-/// Runs `f` with `search_path = ''`, as the publisher's replication session has it, and puts
-/// the setting back (an ERROR in `f` aborts the transaction, which does that too).
-fn with_empty_search_path<R>(f: impl FnOnce() -> R) -> R {
-    // SAFETY: a GUC nest level opened and closed around `f`, as PostgreSQL's own callers do.
-    unsafe {
-        let level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            c"".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        let result = f();
-        pg_sys::AtEOXact_GUC(true, level);
-        result
-    }
 }
 
 /// One line per difference, by table, then column (the table's own attributes first).
