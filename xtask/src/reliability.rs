@@ -451,7 +451,8 @@ fn attacks_section(
     out.push_str(&header(
         "The attacker is `mallory`, made with `CREATE ROLE mallory LOGIN` and nothing else, on \
          the publisher and where a case needs it on the subscriber (`ghost` exists only on the \
-         publisher, `eve` only on the subscriber). One publisher and one subscriber \
+         publisher, `eve` only on the subscriber); schema `public` lets every role create \
+         objects, as before PostgreSQL 15. One publisher and one subscriber \
          (conflict policy `error`, every DDL kind), one attack after another (`ddl_e2e::attacks`, \
          whose module documentation lists the classes). Each attack must fail, and say why: a \
          WARNING in the publisher's log with the `rejected` counter of \
