@@ -27,7 +27,6 @@ pub mod kinds;
 mod local_change;
 mod privilege;
 mod replay;
-mod server;
 mod subscription;
 
 ::pgrx::pg_module_magic!(name, version);

@@ -1,10 +1,13 @@
 //! The ProcessUtility hook: remembers each utility statement while it runs (for the event
 //! triggers that capture it) and takes the `ddl` option of CREATE/ALTER PUBLICATION.
+//!
+//! The statement itself runs outside any pgrx guard (see `ddl_server::utility`): its ERROR
+//! reaches the client exactly as PostgreSQL raised it, position and CONTEXT included.
 
 use crate::statement::{self, Statement};
 use crate::{early, publication, volatile};
+use ddl_server::utility::{Before, UtilityCall};
 use pgrx::pg_sys;
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
 
 static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
@@ -15,6 +18,7 @@ static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
 /// Call once per process, from `_PG_init`.
 pub unsafe fn install() {
     volatile::define_setting();
+    statement::forget_aborted_statements();
     PREVIOUS = pg_sys::ProcessUtility_hook;
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }
@@ -26,8 +30,8 @@ unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
         && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
 }
 
+/// Not guarded, and holding nothing to drop: an ERROR of the statement passes through.
 #[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
-#[pg_guard]
 unsafe extern "C-unwind" fn process_utility(
     pstmt: *mut pg_sys::PlannedStmt,
     query_string: *const std::ffi::c_char,
@@ -38,57 +42,63 @@ unsafe extern "C-unwind" fn process_utility(
     dest: *mut pg_sys::DestReceiver,
     qc: *mut pg_sys::QueryCompletion,
 ) {
-    let request = publication::take_ddl_option(pstmt, read_only_tree);
-    let pstmt = request.as_ref().map_or(pstmt, |r| r.pstmt);
-    let _running = statement::enter(Statement {
-        query: query_string,
-        location: (*pstmt).stmt_location,
-        len: (*pstmt).stmt_len,
-        top_level: context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL,
-        cascade: is_drop_cascade((*pstmt).utilityStmt),
+    let mut call = UtilityCall {
+        pstmt,
+        query_string,
+        read_only_tree,
+        context,
+        params,
+        query_env,
+        dest,
+        qc,
+    };
+    let before = before(&mut call);
+    if before.run {
+        call.run(PREVIOUS);
+    }
+    after(before.depth);
+}
+
+/// Pushes the statement (with the `ddl` option it may carry) and captures what must be
+/// captured before it runs.
+#[pg_guard]
+unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
+    let call = &mut *call;
+    let request = publication::take_ddl_option(call.pstmt, call.read_only_tree);
+    if let Some(r) = &request {
+        call.pstmt = r.pstmt;
+        // We own the tree now: a copy, or one that was never read-only.
+        call.read_only_tree = false;
+    }
+    let run = request.as_ref().is_none_or(|r| r.run_statement);
+    let depth = statement::push(Statement {
+        query: call.query_string,
+        location: (*call.pstmt).stmt_location,
+        len: (*call.pstmt).stmt_len,
+        top_level: call.top_level(),
+        cascade: is_drop_cascade((*call.pstmt).utilityStmt),
         dropped: Vec::new(),
         captured: false,
         refills: Vec::new(),
+        pstmt: call.pstmt,
+        request,
     });
-    if early::capture(pstmt) {
+    if early::capture(call.pstmt) {
         statement::with_innermost(|s| s.captured = true);
     }
-    if request.as_ref().is_none_or(|r| r.run_statement) {
-        // We own the tree when we changed it (a copy, or one that was never read-only).
-        let read_only_tree = read_only_tree && request.is_none();
-        match PREVIOUS {
-            // A raw C function pointer: guard it, so an ERROR becomes a Rust panic that
-            // unwinds our frames (popping the statement) before pgrx re-raises it.
-            Some(hook) => pg_guard_ffi_boundary(|| {
-                hook(
-                    pstmt,
-                    query_string,
-                    read_only_tree,
-                    context,
-                    params,
-                    query_env,
-                    dest,
-                    qc,
-                )
-            }),
-            // pgrx's bindings are guarded already; a second guard would abort on ERROR.
-            None => pg_sys::standard_ProcessUtility(
-                pstmt,
-                query_string,
-                read_only_tree,
-                context,
-                params,
-                query_env,
-                dest,
-                qc,
-            ),
-        }
-    }
-    // After the statement, so that the rows follow its record in WAL.
-    let refills = statement::with_innermost(|s| std::mem::take(&mut s.refills));
-    volatile::run_refills(refills.unwrap_or_default());
-    match request {
+    Before { depth, run }
+}
+
+/// After the statement: its refills (so that the rows follow its record in WAL), and the
+/// `ddl` option stored, or the publication checked.
+#[pg_guard]
+unsafe extern "C-unwind" fn after(depth: usize) {
+    let Some(mut s) = statement::take(depth) else {
+        return;
+    };
+    volatile::run_refills(std::mem::take(&mut s.refills));
+    match s.request.take() {
         Some(request) => publication::store(&request),
-        None => publication::check_after(pstmt),
+        None => publication::check_after(s.pstmt),
     }
 }

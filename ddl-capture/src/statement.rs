@@ -2,9 +2,12 @@
 //!
 //! The ProcessUtility hook knows a statement's text (its slice of the query string) and whether
 //! the client sent it or a function ran it; the event triggers know what it did to which object.
-//! The hook pushes a [`Statement`] before running the statement and pops it after (also when it
-//! fails), and the triggers, which fire inside that run, read the innermost one.
+//! The hook pushes a [`Statement`] before running the statement and takes it back after; one
+//! that fails is forgotten when its (sub)transaction aborts. The triggers, which fire inside
+//! that run, read the innermost one.
 
+use ddl_server::utility::StatementStack;
+use pgrx::pg_sys;
 use std::cell::RefCell;
 
 /// An object a DROP statement removed, as `pg_event_trigger_dropped_objects()` reports it.
@@ -24,7 +27,6 @@ pub struct Dropped {
 
 /// One statement under execution. The hook runs for every utility statement, so it only
 /// keeps pointers; the text is cut and converted when a trigger captures the statement.
-#[derive(Debug)]
 pub struct Statement {
     /// The query string the statement is part of; valid while the statement runs.
     pub query: *const std::ffi::c_char,
@@ -42,31 +44,39 @@ pub struct Statement {
     pub captured: bool,
     /// Values to replicate as rows once it has run (see `volatile.rs`).
     pub refills: Vec<crate::volatile::Refill>,
+    /// The tree that runs (the hook's copy when it took the `ddl` option out).
+    pub pstmt: *mut pg_sys::PlannedStmt,
+    /// The `ddl` option of a CREATE/ALTER PUBLICATION, stored once the statement has run.
+    pub request: Option<crate::publication::Request>,
 }
 
 thread_local! {
-    static STACK: RefCell<Vec<Statement>> = const { RefCell::new(Vec::new()) };
+    static STACK: RefCell<StatementStack<Statement>> = const { RefCell::new(StatementStack::new()) };
 }
 
-/// Pops the statement when dropped, so an ERROR (a Rust panic unwinding through the hook)
-/// cannot leave it behind for the next statement.
-pub struct Running(());
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        STACK.with(|s| s.borrow_mut().pop());
-    }
+/// Pushes `statement` before it runs; returns its depth, for [`take`].
+pub fn push(statement: Statement) -> usize {
+    STACK.with_borrow_mut(|s| s.push(statement))
 }
 
-/// Pushes `statement` until the returned guard is dropped.
-pub fn enter(statement: Statement) -> Running {
-    STACK.with(|s| s.borrow_mut().push(statement));
-    Running(())
+/// The statement pushed at `depth`, once it has run.
+pub fn take(depth: usize) -> Option<Statement> {
+    STACK.with_borrow_mut(|s| s.take(depth))
 }
 
 /// Runs `f` on the innermost statement, if the hook saw one.
 pub fn with_innermost<R>(f: impl FnOnce(&mut Statement) -> R) -> Option<R> {
-    STACK.with(|s| s.borrow_mut().last_mut().map(f))
+    STACK.with_borrow_mut(|s| s.innermost().map(f))
+}
+
+/// Statements that ended in an ERROR are never taken back by the hook: forget them when their
+/// (sub)transaction aborts, so that an event trigger never reads one of them as the statement
+/// it fires for.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub unsafe fn forget_aborted_statements() {
+    ddl_server::utility::forget_on_abort(|level| STACK.with_borrow_mut(|s| s.forget_from(level)));
 }
 
 /// The statement at `location`/`len` of `query` as PostgreSQL's parser marked it: location -1

@@ -9,7 +9,7 @@
 //! way PostgreSQL does: same expression, same generated name, marked valid without a scan, on
 //! the table and (with one more inheritance count each) on its own partitions.
 
-use crate::server::relation_oid;
+use ddl_server::relation_oid;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;

@@ -2,8 +2,8 @@
 
 use crate::replay::statement::{self, Checked};
 use crate::replay::{apply_code, detach};
-use crate::server::with_search_path;
 use ddl_adapter::{Context, Host, Outcome};
+use ddl_server::guc::with_search_path;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;

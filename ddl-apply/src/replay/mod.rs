@@ -168,7 +168,7 @@ fn check_and_run(
     config: &subscription::Config,
 ) -> Verdict {
     // Names in the statement resolve as the statement will: with the event's search_path.
-    let checked = match crate::server::with_search_path(event.search_path, || check(event)) {
+    let checked = match ddl_server::guc::with_search_path(event.search_path, || check(event)) {
         Ok(checked) => checked,
         Err(reason) => return Verdict::new("refused", reason),
     };

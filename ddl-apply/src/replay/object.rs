@@ -9,7 +9,7 @@
 //! domain statements (ddl-capture's `trigger.rs` does the same).
 
 use crate::replay::host;
-use crate::server::relation_oid;
+use ddl_server::relation_oid;
 use pgrx::pg_sys;
 use std::borrow::Cow;
 use std::ffi::CStr;

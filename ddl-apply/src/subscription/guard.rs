@@ -13,7 +13,7 @@
 //! extension script, and any session with `ddl_sync.allow_local_ddl = on` (maintenance).
 
 use crate::privilege::AsCatalogOwner;
-use crate::server::relation_oid;
+use ddl_server::relation_oid;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;

@@ -33,6 +33,7 @@ mod strict;
 
 pub(crate) use guard::define_setting;
 
+use ddl_server::utility::{Before, StatementStack, UtilityCall};
 use options::Request;
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -41,6 +42,7 @@ use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::PgLogLevel;
 use publisher::{Publisher, PLUGIN};
+use std::cell::RefCell;
 
 static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
 
@@ -58,12 +60,14 @@ const TWO_PHASE_ENABLED: std::ffi::c_char = b'e' as std::ffi::c_char;
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub(crate) unsafe fn install_hook() {
+    forget_aborted_statements();
     PREVIOUS = pg_sys::ProcessUtility_hook;
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }
 
+/// Not guarded, and holding nothing to drop: an ERROR of the statement passes through
+/// untouched (see `ddl_server::utility`).
 #[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
-#[pg_guard]
 unsafe extern "C-unwind" fn process_utility(
     pstmt: *mut pg_sys::PlannedStmt,
     query_string: *const std::ffi::c_char,
@@ -74,44 +78,53 @@ unsafe extern "C-unwind" fn process_utility(
     dest: *mut pg_sys::DestReceiver,
     qc: *mut pg_sys::QueryCompletion,
 ) {
-    let run = |pstmt: *mut pg_sys::PlannedStmt, read_only_tree: bool| match PREVIOUS {
-        // A raw C function pointer: guard it.
-        Some(hook) => pg_guard_ffi_boundary(|| {
-            hook(
-                pstmt,
-                query_string,
-                read_only_tree,
-                context,
-                params,
-                query_env,
-                dest,
-                qc,
-            )
-        }),
-        // pgrx's bindings are guarded already; a second guard would abort on ERROR.
-        None => pg_sys::standard_ProcessUtility(
-            pstmt,
-            query_string,
-            read_only_tree,
-            context,
-            params,
-            query_env,
-            dest,
-            qc,
-        ),
+    let mut call = UtilityCall {
+        pstmt,
+        query_string,
+        read_only_tree,
+        context,
+        params,
+        query_env,
+        dest,
+        qc,
     };
-    let Some(request) = options::take(pstmt, read_only_tree) else {
-        let node = (*pstmt).utilityStmt;
+    let before = before(&mut call);
+    if before.run {
+        call.run(PREVIOUS);
+    }
+    after(before.depth);
+}
+
+/// A statement on its way through the hook: the tree that runs, and our options it carried.
+struct Pending {
+    node: *mut pg_sys::Node,
+    request: Option<Request>,
+}
+
+thread_local! {
+    static PENDING: RefCell<StatementStack<Pending>> = const { RefCell::new(StatementStack::new()) };
+}
+
+/// Takes our options out of a subscription statement and checks what must be checked before
+/// PostgreSQL runs it; for any other statement, the local-DDL guard.
+#[pg_guard]
+unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
+    let call = &mut *call;
+    let Some(request) = options::take(call.pstmt, call.read_only_tree) else {
+        let node = (*call.pstmt).utilityStmt;
         guard::check(node);
-        run(pstmt, read_only_tree);
-        after_other(node);
-        return;
+        let depth = PENDING.with_borrow_mut(|p| {
+            p.push(Pending {
+                node,
+                request: None,
+            })
+        });
+        return Before { depth, run: true };
     };
     if request.create.as_ref().is_some_and(|c| c.create_slot) {
         // PostgreSQL's own check, which create_slot = false turned off.
-        let top_level = context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL;
         pg_sys::PreventInTransactionBlock(
-            top_level,
+            call.top_level(),
             c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
         );
     }
@@ -129,11 +142,39 @@ unsafe extern "C-unwind" fn process_utility(
             );
         }
     }
-    if request.run_statement {
-        // We own the tree now: a copy, or one that was never read-only.
-        run(request.pstmt, false);
+    // We own the tree now: a copy, or one that was never read-only.
+    call.pstmt = request.pstmt;
+    call.read_only_tree = false;
+    let run = request.run_statement;
+    let node = (*call.pstmt).utilityStmt;
+    let depth = PENDING.with_borrow_mut(|p| {
+        p.push(Pending {
+            node,
+            request: Some(request),
+        })
+    });
+    Before { depth, run }
+}
+
+/// Stores our options of a subscription statement once PostgreSQL ran it, or follows up
+/// another statement.
+#[pg_guard]
+unsafe extern "C-unwind" fn after(depth: usize) {
+    let Some(pending) = PENDING.with_borrow_mut(|p| p.take(depth)) else {
+        return;
+    };
+    match pending.request {
+        Some(request) => finish(&request),
+        None => after_other(pending.node),
     }
-    finish(&request);
+}
+
+/// Forgets the pending statements of an aborted (sub)transaction.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub(crate) unsafe fn forget_aborted_statements() {
+    ddl_server::utility::forget_on_abort(|level| PENDING.with_borrow_mut(|p| p.forget_from(level)));
 }
 
 fn connect(conninfo: &str, name: &str) -> Publisher {

@@ -160,7 +160,7 @@ fn local_shape(schemas: Vec<String>, relnames: Vec<String>, subid: pg_sys::Oid) 
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
           WHERE s.srsubid = $3",
     );
-    crate::server::with_search_path("", || {
+    ddl_server::guc::with_search_path("", || {
         Spi::connect(|client| {
             let table =
                 client.select(&sql, None, &[schemas.into(), relnames.into(), subid.into()])?;

@@ -1,0 +1,34 @@
+//! Settings changed for a scope, and nothing of them left after it.
+
+use pgrx::pg_sys;
+use std::ffi::CString;
+
+/// Runs `f` with `path` as search_path, then undoes every setting changed inside (an ERROR
+/// inside leaves that to the abort of the (sub)transaction).
+///
+/// Why "every setting": the level is popped as on abort, as PostgreSQL's index builds do, not
+/// as a function's `SET` clause is. Code that runs inside (a function in an expression, say)
+/// may call `set_config(..., false)`, which a committed level would keep for the rest of the
+/// session, its search_path included.
+pub fn with_search_path<R>(path: &str, f: impl FnOnce() -> R) -> R {
+    // SQL text never holds NUL; a value that does is replaced by the empty path.
+    let value = CString::new(path).unwrap_or_default();
+    // SAFETY: a new GUC nest level, the setting saved in it, and the level popped after; an
+    // ERROR in between unwinds to a (sub)transaction abort, which pops it.
+    unsafe {
+        let nest = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"search_path".as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let result = f();
+        pg_sys::AtEOXact_GUC(false, nest);
+        result
+    }
+}

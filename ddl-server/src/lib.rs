@@ -1,0 +1,30 @@
+//! The PostgreSQL glue of `ddl_sync`'s two server libraries (`ddl_pgoutput.so`, through
+//! `ddl-capture`, and `ddl_sync.so`, through `ddl-apply`): the pieces of server machinery both
+//! need, written once.
+//!
+//! - [`utility`]: chaining the ProcessUtility hook so that the statement's own ERROR reaches the
+//!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
+//!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
+//! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
+//! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
+
+pub mod guc;
+pub mod utility;
+
+use pgrx::pg_sys;
+
+/// The OID of the relation `rv` names, resolved with the current search_path, without a lock;
+/// `None` when there is none (the statement that names it then fails on its own).
+///
+/// # Safety
+/// `rv` is a valid `RangeVar`; runs in a transaction.
+pub unsafe fn relation_oid(rv: *mut pg_sys::RangeVar) -> Option<pg_sys::Oid> {
+    let relid = pg_sys::RangeVarGetRelidExtended(
+        rv,
+        pg_sys::NoLock as pg_sys::LOCKMODE,
+        pg_sys::RVROption::RVR_MISSING_OK,
+        None,
+        std::ptr::null_mut(),
+    );
+    (relid != pg_sys::InvalidOid).then_some(relid)
+}

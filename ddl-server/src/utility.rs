@@ -1,0 +1,205 @@
+//! The ProcessUtility hook, chained so that a statement's ERROR passes through untouched.
+//!
+//! pgrx's guard (`#[pg_guard]`, `pg_guard_ffi_boundary`, and every function of its `pg_sys`
+//! bindings) catches an ERROR, turns it into a Rust panic and raises it again at the next
+//! boundary with its message, detail, hint and SQLSTATE only: the cursor position (`LINE 1:`
+//! and the caret), internal query and position, CONTEXT lines and the schema, table, column,
+//! data type and constraint fields are gone. A hook that every utility statement passes
+//! through must not do that to the errors of statements it only looks at.
+//!
+//! So a hook is written in three parts:
+//!
+//! ```ignore
+//! unsafe extern "C-unwind" fn process_utility(/* the hook's arguments */) {
+//!     let mut call = UtilityCall { pstmt, query_string, /* ... */ };
+//!     // Guarded (#[pg_guard]): the hook's own work; its own errors are raised as usual.
+//!     let before = before(&mut call);
+//!     // Not guarded: an ERROR of the statement leaves through this frame as raised.
+//!     if before.run {
+//!         call.run(PREVIOUS);
+//!     }
+//!     after(before.depth); // guarded
+//! }
+//! ```
+//!
+//! The hook's own frame then must hold nothing that needs dropping while the statement runs
+//! (an ERROR skips it), and whatever state it keeps for `after` lives in a
+//! [`StatementStack`], which forgets the entries of an aborted (sub)transaction.
+
+use pgrx::pg_sys;
+use std::cell::RefCell;
+use std::ffi::c_char;
+
+extern "C-unwind" {
+    /// The server's own, not pgrx's binding of it, which would catch the statement's ERROR.
+    #[link_name = "standard_ProcessUtility"]
+    fn standard_process_utility(
+        pstmt: *mut pg_sys::PlannedStmt,
+        query_string: *const c_char,
+        read_only_tree: bool,
+        context: pg_sys::ProcessUtilityContext::Type,
+        params: pg_sys::ParamListInfo,
+        query_env: *mut pg_sys::QueryEnvironment,
+        dest: *mut pg_sys::DestReceiver,
+        qc: *mut pg_sys::QueryCompletion,
+    );
+}
+
+/// The arguments of one ProcessUtility call.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct UtilityCall {
+    pub pstmt: *mut pg_sys::PlannedStmt,
+    pub query_string: *const c_char,
+    pub read_only_tree: bool,
+    pub context: pg_sys::ProcessUtilityContext::Type,
+    pub params: pg_sys::ParamListInfo,
+    pub query_env: *mut pg_sys::QueryEnvironment,
+    pub dest: *mut pg_sys::DestReceiver,
+    pub qc: *mut pg_sys::QueryCompletion,
+}
+
+impl UtilityCall {
+    /// Whether the client sent the statement (not a function, DO block or extension script).
+    pub fn top_level(&self) -> bool {
+        self.context == pg_sys::ProcessUtilityContext::PROCESS_UTILITY_TOPLEVEL
+    }
+
+    /// Runs the statement: through `previous`, the hook installed before ours, or the server's
+    /// own. Its ERROR is not caught.
+    ///
+    /// # Safety
+    /// The arguments are those PostgreSQL gave the hook (`pstmt` possibly replaced by a tree
+    /// the hook owns). The caller's frame holds nothing that must be dropped, and is not
+    /// guarded by pgrx: an ERROR longjmps through it to the server's handler.
+    pub unsafe fn run(&self, previous: pg_sys::ProcessUtility_hook_type) {
+        let f = previous.unwrap_or(standard_process_utility);
+        f(
+            self.pstmt,
+            self.query_string,
+            self.read_only_tree,
+            self.context,
+            self.params,
+            self.query_env,
+            self.dest,
+            self.qc,
+        );
+    }
+}
+
+/// What a hook's guarded `before` part tells its unguarded middle.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Before {
+    /// The statement's depth on the hook's [`StatementStack`], for `after`.
+    pub depth: usize,
+    /// Whether anything is left to run (a statement whose only option was ours may have
+    /// nothing left for PostgreSQL, e.g. `ALTER PUBLICATION p SET (ddl = '...')`).
+    pub run: bool,
+}
+
+/// Per-statement state a hook keeps from before a statement runs until after it: entries are
+/// pushed by `before`, taken back by `after`, and those of statements that ended in an ERROR
+/// are forgotten when their (sub)transaction aborts (see [`forget_on_abort`]).
+pub struct StatementStack<T> {
+    /// Each entry with the transaction nesting level it was pushed at.
+    entries: Vec<(i32, T)>,
+}
+
+impl<T> StatementStack<T> {
+    pub const fn new() -> StatementStack<T> {
+        StatementStack {
+            entries: Vec::new(),
+        }
+    }
+
+    /// Pushes the state of a statement about to run; returns its depth, for [`Self::take`].
+    pub fn push(&mut self, value: T) -> usize {
+        // SAFETY: reads a backend global.
+        let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+        self.entries.push((level, value));
+        self.entries.len() - 1
+    }
+
+    /// The state pushed at `depth`, once its statement has run; anything above it belonged to
+    /// statements inside it and is dropped too.
+    pub fn take(&mut self, depth: usize) -> Option<T> {
+        self.entries.truncate(depth + 1);
+        if self.entries.len() == depth + 1 {
+            self.entries.pop().map(|(_, value)| value)
+        } else {
+            None
+        }
+    }
+
+    /// The innermost statement's state.
+    pub fn innermost(&mut self) -> Option<&mut T> {
+        self.entries.last_mut().map(|(_, value)| value)
+    }
+
+    /// Forgets what statements pushed at nesting `level` or deeper: their subtransaction
+    /// aborted (`None`: the whole transaction did).
+    pub fn forget_from(&mut self, level: Option<i32>) {
+        match level {
+            Some(level) => self.entries.retain(|(pushed, _)| *pushed < level),
+            None => self.entries.clear(),
+        }
+    }
+}
+
+impl<T> Default for StatementStack<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What forgets a hook's state after an abort: given the aborting nesting level, or `None` for
+/// the whole transaction.
+pub type Forget = fn(Option<i32>);
+
+thread_local! {
+    static ON_ABORT: RefCell<Vec<Forget>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Calls `forget` with the aborting nesting level when a subtransaction aborts, and with
+/// `None` when a transaction does (a stack's [`StatementStack::forget_from`]).
+///
+/// Why a transaction's abort forgets everything even though a procedure's `ROLLBACK` aborts
+/// one while its `CALL` still runs: the `CALL`'s own `after` then finds nothing, which is
+/// right for it (it has no state of its own), and nothing stale can be mistaken for the
+/// statement an event trigger asks about.
+///
+/// # Safety
+/// Call from `_PG_init`.
+pub unsafe fn forget_on_abort(forget: Forget) {
+    let first = ON_ABORT.with_borrow_mut(|f| {
+        f.push(forget);
+        f.len() == 1
+    });
+    if first {
+        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+    }
+}
+
+unsafe extern "C-unwind" fn xact_callback(
+    event: pg_sys::XactEvent::Type,
+    _: *mut std::ffi::c_void,
+) {
+    use pg_sys::XactEvent as E;
+    if matches!(event, E::XACT_EVENT_ABORT | E::XACT_EVENT_PARALLEL_ABORT) {
+        ON_ABORT.with_borrow(|f| f.iter().for_each(|forget| forget(None)));
+    }
+}
+
+unsafe extern "C-unwind" fn subxact_callback(
+    event: pg_sys::SubXactEvent::Type,
+    _mine: pg_sys::SubTransactionId,
+    _parent: pg_sys::SubTransactionId,
+    _: *mut std::ffi::c_void,
+) {
+    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
+        let level = pg_sys::GetCurrentTransactionNestLevel();
+        ON_ABORT.with_borrow(|f| f.iter().for_each(|forget| forget(Some(level))));
+    }
+}
