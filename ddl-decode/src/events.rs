@@ -166,7 +166,11 @@ unsafe fn tuple_buf(
 /// `relation` is a change callback's open relation.
 pub unsafe fn is_events_relation(relation: pg_sys::Relation) -> bool {
     let class = (*relation).rd_rel;
-    if CStr::from_ptr((*class).relname.data.as_ptr()).to_bytes() != b"events" {
+    // Every change of every table passes here: compare the name's first bytes in place
+    // (NameData is NUL-padded) before anything costs more.
+    const EVENTS: &[u8; 7] = b"events\0";
+    let name = &(*class).relname.data;
+    if name.iter().zip(EVENTS).any(|(&a, &b)| a as u8 != b) {
         return false;
     }
     let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
