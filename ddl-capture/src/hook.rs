@@ -30,34 +30,7 @@ unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
         && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
 }
 
-/// Not guarded, and holding nothing to drop: an ERROR of the statement passes through.
-#[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
-unsafe extern "C-unwind" fn process_utility(
-    pstmt: *mut pg_sys::PlannedStmt,
-    query_string: *const std::ffi::c_char,
-    read_only_tree: bool,
-    context: pg_sys::ProcessUtilityContext::Type,
-    params: pg_sys::ParamListInfo,
-    query_env: *mut pg_sys::QueryEnvironment,
-    dest: *mut pg_sys::DestReceiver,
-    qc: *mut pg_sys::QueryCompletion,
-) {
-    let mut call = UtilityCall {
-        pstmt,
-        query_string,
-        read_only_tree,
-        context,
-        params,
-        query_env,
-        dest,
-        qc,
-    };
-    let before = before(&mut call);
-    if before.run {
-        call.run(PREVIOUS);
-    }
-    after(before.depth);
-}
+ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
 
 /// Pushes the statement (with the `ddl` option it may carry) and captures what must be
 /// captured before it runs.

@@ -7,19 +7,13 @@
 //! data type and constraint fields are gone. A hook that every utility statement passes
 //! through must not do that to the errors of statements it only looks at.
 //!
-//! So a hook is written in three parts:
+//! So a hook is written in three parts, which [`process_utility_hook!`] puts together: a
+//! guarded (`#[pg_guard]`) `before` doing the hook's own work (its own errors are raised as
+//! usual), the statement run unguarded ([`UtilityCall::run`]: its ERROR leaves through the
+//! hook's frame as raised), and a guarded `after`:
 //!
 //! ```ignore
-//! unsafe extern "C-unwind" fn process_utility(/* the hook's arguments */) {
-//!     let mut call = UtilityCall { pstmt, query_string, /* ... */ };
-//!     // Guarded (#[pg_guard]): the hook's own work; its own errors are raised as usual.
-//!     let before = before(&mut call);
-//!     // Not guarded: an ERROR of the statement leaves through this frame as raised.
-//!     if before.run {
-//!         call.run(PREVIOUS);
-//!     }
-//!     after(before.depth); // guarded
-//! }
+//! ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
 //! ```
 //!
 //! The hook's own frame then must hold nothing that needs dropping while the statement runs
@@ -85,6 +79,45 @@ impl UtilityCall {
             self.qc,
         );
     }
+}
+
+/// Defines the hook function `$name` (give it to `ProcessUtility_hook`): it runs the guarded
+/// `$before` (`unsafe extern "C-unwind" fn(*mut UtilityCall) -> Before`), then the statement
+/// through `$previous` (the `ProcessUtility_hook_type` saved at installation) unguarded, then
+/// the guarded `$after` (`unsafe extern "C-unwind" fn(usize)`) with the depth `$before` gave.
+#[macro_export]
+macro_rules! process_utility_hook {
+    ($name:ident, $previous:expr, $before:path, $after:path) => {
+        /// Not guarded, and holding nothing to drop: an ERROR of the statement passes through
+        /// untouched (see `ddl_server::utility`).
+        #[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
+        unsafe extern "C-unwind" fn $name(
+            pstmt: *mut ::pgrx::pg_sys::PlannedStmt,
+            query_string: *const ::std::ffi::c_char,
+            read_only_tree: bool,
+            context: ::pgrx::pg_sys::ProcessUtilityContext::Type,
+            params: ::pgrx::pg_sys::ParamListInfo,
+            query_env: *mut ::pgrx::pg_sys::QueryEnvironment,
+            dest: *mut ::pgrx::pg_sys::DestReceiver,
+            qc: *mut ::pgrx::pg_sys::QueryCompletion,
+        ) {
+            let mut call = $crate::utility::UtilityCall {
+                pstmt,
+                query_string,
+                read_only_tree,
+                context,
+                params,
+                query_env,
+                dest,
+                qc,
+            };
+            let before = $before(&mut call);
+            if before.run {
+                call.run($previous);
+            }
+            $after(before.depth);
+        }
+    };
 }
 
 /// What a hook's guarded `before` part tells its unguarded middle.

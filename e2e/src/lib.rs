@@ -59,11 +59,22 @@ pub fn ddl_publisher(name: &str) -> Cluster {
 /// Runs `sql` with psql in database `db` with verbose errors (`ERROR:  SQLSTATE: message`);
 /// returns whether it succeeded and what psql wrote to stderr (notices, warnings, errors).
 pub fn psql_verbose(pg: &Cluster, db: &str, sql: &str) -> (bool, String) {
+    let out = psql_script(pg, db, &[], &format!("\\set VERBOSITY verbose\n{sql}\n"));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Feeds `script` to psql (`psql_command` plus `args`) in database `db`; returns what psql
+/// printed and how it exited.
+pub fn psql_script(pg: &Cluster, db: &str, args: &[&str], script: &str) -> std::process::Output {
     use std::io::Write;
     let mut child = pg
         .psql_command(db)
+        .args(args)
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("start psql");
@@ -71,13 +82,9 @@ pub fn psql_verbose(pg: &Cluster, db: &str, sql: &str) -> (bool, String) {
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(format!("\\set VERBOSITY verbose\n{sql}\n").as_bytes())
+        .write_all(script.as_bytes())
         .expect("write to psql");
-    let out = child.wait_with_output().expect("wait for psql");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    child.wait_with_output().expect("wait for psql")
 }
 
 /// A decoded change, reduced to what the tests look at.

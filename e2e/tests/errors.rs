@@ -3,9 +3,8 @@
 //! shown, prints the same on a plain server and on one that preloads `ddl_pgoutput` (the
 //! capture hook, with a publication taking all DDL) and `ddl_sync` (the subscriber hook).
 
-use ddl_e2e::query;
+use ddl_e2e::{psql_script, query};
 use ddl_testkit::{Cluster, ClusterBuilder};
-use std::io::Write;
 
 /// Statements that fail inside ProcessUtility, each for a reason whose report has more than a
 /// message: a cursor position (`LINE n:` and the caret), an internal query and position,
@@ -56,23 +55,14 @@ COMMIT;
 SELECT count(*) FROM after_savepoint;
 "#;
 
-/// What psql prints (stdout and stderr together) for [`SCRIPT`].
+/// What psql prints (stdout, then stderr) for [`SCRIPT`].
 fn run_script(pg: &Cluster) -> String {
-    let mut child = pg
-        .psql_command("postgres")
-        .args(["-v", "ON_ERROR_STOP=0", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start psql");
-    child
-        .stdin
-        .take()
-        .expect("stdin is piped")
-        .write_all(SCRIPT.as_bytes())
-        .expect("write to psql");
-    let out = child.wait_with_output().expect("wait for psql");
+    let out = psql_script(
+        pg,
+        "postgres",
+        &["-v", "ON_ERROR_STOP=0", "-f", "-"],
+        SCRIPT,
+    );
     format!(
         "{}\n--- stderr ---\n{}",
         String::from_utf8_lossy(&out.stdout),

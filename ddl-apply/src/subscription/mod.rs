@@ -65,35 +65,7 @@ pub(crate) unsafe fn install_hook() {
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }
 
-/// Not guarded, and holding nothing to drop: an ERROR of the statement passes through
-/// untouched (see `ddl_server::utility`).
-#[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
-unsafe extern "C-unwind" fn process_utility(
-    pstmt: *mut pg_sys::PlannedStmt,
-    query_string: *const std::ffi::c_char,
-    read_only_tree: bool,
-    context: pg_sys::ProcessUtilityContext::Type,
-    params: pg_sys::ParamListInfo,
-    query_env: *mut pg_sys::QueryEnvironment,
-    dest: *mut pg_sys::DestReceiver,
-    qc: *mut pg_sys::QueryCompletion,
-) {
-    let mut call = UtilityCall {
-        pstmt,
-        query_string,
-        read_only_tree,
-        context,
-        params,
-        query_env,
-        dest,
-        qc,
-    };
-    let before = before(&mut call);
-    if before.run {
-        call.run(PREVIOUS);
-    }
-    after(before.depth);
-}
+ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
 
 /// A statement on its way through the hook: the tree that runs, and our options it carried.
 struct Pending {
