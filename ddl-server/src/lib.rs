@@ -8,6 +8,9 @@
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod guc;
 pub mod utility;
 
@@ -19,12 +22,16 @@ use pgrx::pg_sys;
 /// # Safety
 /// `rv` is a valid `RangeVar`; runs in a transaction.
 pub unsafe fn relation_oid(rv: *mut pg_sys::RangeVar) -> Option<pg_sys::Oid> {
-    let relid = pg_sys::RangeVarGetRelidExtended(
-        rv,
-        pg_sys::NoLock as pg_sys::LOCKMODE,
-        pg_sys::RVROption::RVR_MISSING_OK,
-        None,
-        std::ptr::null_mut(),
-    );
+    // SAFETY: the caller's promise; NoLock because the statement takes its own locks, and
+    // RVR_MISSING_OK so a missing relation is an answer, not an ERROR.
+    let relid = unsafe {
+        pg_sys::RangeVarGetRelidExtended(
+            rv,
+            pg_sys::NoLock as pg_sys::LOCKMODE,
+            pg_sys::RVROption::RVR_MISSING_OK,
+            None,
+            std::ptr::null_mut(),
+        )
+    };
     (relid != pg_sys::InvalidOid).then_some(relid)
 }

@@ -68,16 +68,20 @@ impl UtilityCall {
     /// guarded by pgrx: an ERROR longjmps through it to the server's handler.
     pub unsafe fn run(&self, previous: pg_sys::ProcessUtility_hook_type) {
         let f = previous.unwrap_or(standard_process_utility);
-        f(
-            self.pstmt,
-            self.query_string,
-            self.read_only_tree,
-            self.context,
-            self.params,
-            self.query_env,
-            self.dest,
-            self.qc,
-        );
+        // SAFETY: PostgreSQL's own arguments, handed on as the hook API expects; the caller
+        // promised a frame that an ERROR may skip.
+        unsafe {
+            f(
+                self.pstmt,
+                self.query_string,
+                self.read_only_tree,
+                self.context,
+                self.params,
+                self.query_env,
+                self.dest,
+                self.qc,
+            )
+        };
     }
 }
 
@@ -210,8 +214,12 @@ pub unsafe fn forget_on_abort(forget: Forget) {
         f.len() == 1
     });
     if first {
-        pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
-        pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+        // SAFETY: static functions, registered once per process; PostgreSQL never unloads
+        // a library, so they outlive every transaction.
+        unsafe {
+            pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
+            pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
+        }
     }
 }
 
@@ -232,7 +240,8 @@ unsafe extern "C-unwind" fn subxact_callback(
     _: *mut std::ffi::c_void,
 ) {
     if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        let level = pg_sys::GetCurrentTransactionNestLevel();
+        // SAFETY: the callback runs inside the aborting subtransaction, whose level this is.
+        let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
         ON_ABORT.with_borrow(|f| f.iter().for_each(|forget| forget(Some(level))));
     }
 }
