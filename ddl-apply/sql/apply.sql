@@ -15,9 +15,12 @@ CREATE TABLE ddl_sync.subscription_ddl (
     ddl int4 NOT NULL CHECK (ddl & ~2047 = 0),
     conflict text NOT NULL DEFAULT 'error' CHECK (conflict IN ('error', 'skip')),
     rules text CHECK (rules <> ''),
-    schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed'))
+    schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed')),
+    fallback_role name
 );
 REVOKE ALL ON ddl_sync.subscription_ddl FROM PUBLIC;
+COMMENT ON COLUMN ddl_sync.subscription_ddl.fallback_role IS
+    'the role (never a superuser) that replays the statements of roles missing here; NULL: they are refused';
 -- Node-local like publication_sync (see capture.sql): a FOR ALL TABLES publication publishes
 -- it, and a subscriber must not take the publisher's rows, which name the publisher's OIDs.
 CREATE TRIGGER subscription_ddl_is_node_local

@@ -7,6 +7,11 @@
 -- 0.3.0 is the trust-boundary release (SECURITY.md).
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
+-- A subscription may name the role that replays the statements of roles missing here.
+ALTER TABLE ddl_sync.subscription_ddl ADD COLUMN fallback_role name;
+COMMENT ON COLUMN ddl_sync.subscription_ddl.fallback_role IS
+    'the role (never a superuser) that replays the statements of roles missing here; NULL: they are refused';
+
 -- "This change is the extension's own" is a flag in backend memory, no longer the setting
 -- ddl_sync.local_change, which any SQL could set (src/local_change.rs).
 CREATE  FUNCTION "local_change"() RETURNS bool /* bool */

@@ -283,7 +283,7 @@ fn statements_run_as_their_role_with_their_search_path() {
          CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
          SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
     );
-    let subscriber = ddl_subscriber("replay-roles-sub", &[]);
+    let subscriber = ddl_subscriber("replay-roles-sub", &["ddl_sync"]);
     query(
         &subscriber,
         "CREATE TABLE t (id int PRIMARY KEY); CREATE ROLE app;
@@ -324,7 +324,38 @@ fn statements_run_as_their_role_with_their_search_path() {
               WHERE object_identity IN ('app_s.t1', 'ghost_s.t2') ORDER BY object_identity"
         ),
         "app|applied|\nghost|refused|role \"ghost\" does not exist on this subscriber; create it \
-         (with the rights it should have here) and the statement can be replayed"
+         (with the rights it should have here), or name a ddl_fallback_role, and the statement \
+         can be replayed"
+    );
+    // A fallback role the subscription names replays them instead; never a superuser.
+    let err = subscriber
+        .psql(
+            "postgres",
+            "ALTER SUBSCRIPTION sub SET (ddl_fallback_role = 'postgres')",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("\"postgres\" is a superuser"), "{err}");
+    query(
+        &subscriber,
+        "CREATE ROLE stand_in NOLOGIN; GRANT USAGE, CREATE ON SCHEMA ghost_s TO stand_in;
+         ALTER SUBSCRIPTION sub SET (ddl_fallback_role = 'stand_in');",
+    );
+    query(
+        &publisher,
+        "SET ROLE ghost; CREATE TABLE ghost_s.t3 (id int PRIMARY KEY); RESET ROLE;
+         INSERT INTO ghost_s.t3 VALUES (3);",
+    );
+    wait_log(&subscriber, &publisher, 6);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT status || '|' || detail || '|' || pg_get_userbyid(c.relowner)
+               FROM ddl_sync.apply_log, pg_class c
+              WHERE object_identity = 'ghost_s.t3' AND c.oid = 'ghost_s.t3'::regclass"
+        ),
+        "applied|role \"ghost\" does not exist on this subscriber; ran as the fallback role \
+         \"stand_in\"|stand_in"
     );
     // Unqualified names resolve through the publisher's search_path, not the worker's.
     wait_for(

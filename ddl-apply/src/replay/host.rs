@@ -73,7 +73,8 @@ impl ServerHost {
             if roleid == pg_sys::InvalidOid {
                 return Err(format!(
                     "role \"{role}\" does not exist on this subscriber; create it (with the \
-                     rights it should have here) and the statement can be replayed"
+                     rights it should have here), or name a ddl_fallback_role, and the \
+                     statement can be replayed"
                 ));
             }
             if !pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) {
@@ -94,6 +95,38 @@ impl ServerHost {
         Ok(())
     }
 
+    /// Becomes the subscription's fallback role for the statement of `missing`, a role that
+    /// does not exist here; says why not (a fallback that became a superuser since is refused
+    /// too). Returns the note for the row.
+    pub fn enter_fallback(
+        &mut self,
+        ctx: &mut Context,
+        missing: &str,
+        fallback: &str,
+    ) -> Result<String, String> {
+        let Ok(name) = CString::new(fallback) else {
+            return Err("the fallback role's name holds a NUL byte".into());
+        };
+        // SAFETY: catalog lookups.
+        let superuser = unsafe {
+            let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
+            roleid != pg_sys::InvalidOid && pg_sys::superuser_arg(roleid)
+        };
+        if superuser {
+            return Err(format!(
+                "role \"{missing}\" does not exist on this subscriber, and the fallback role \
+                 \"{fallback}\" is a superuser: refused"
+            ));
+        }
+        self.enter_role(ctx, fallback).map_err(|e| {
+            format!("role \"{missing}\" does not exist on this subscriber; fallback: {e}")
+        })?;
+        Ok(format!(
+            "role \"{missing}\" does not exist on this subscriber; ran as the fallback role \
+             \"{fallback}\""
+        ))
+    }
+
     /// Back to the subscription owner. (After an ERROR the transaction abort does it.)
     pub fn leave_role(&mut self) {
         if let Some((user, sec)) = self.saved_user.take() {
@@ -101,6 +134,15 @@ impl ServerHost {
             unsafe { pg_sys::SetUserIdAndSecContext(user, sec) }
         }
     }
+}
+
+/// Whether a role named `role` exists here.
+pub fn role_exists(role: &str) -> bool {
+    let Ok(name) = CString::new(role) else {
+        return false;
+    };
+    // SAFETY: a syscache lookup.
+    unsafe { pg_sys::get_role_oid(name.as_ptr(), true) != pg_sys::InvalidOid }
 }
 
 fn current_user_name() -> String {

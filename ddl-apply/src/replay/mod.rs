@@ -218,7 +218,14 @@ fn check_and_run(
             format!("no adapter for SQL dialect \"{}\"", event.dialect),
         );
     };
-    let mut verdict = run(adapter, event, &checked, config.conflict, subscription.oid);
+    let mut verdict = run(
+        adapter,
+        event,
+        &checked,
+        config.conflict,
+        config.fallback_role.as_deref(),
+        subscription.oid,
+    );
     verdict.adapter = Some(adapter.name().to_string());
     if verdict.status == "applied" && checked.creates_table() {
         subscription.register_ready(event.object_identity);
@@ -257,6 +264,7 @@ fn run(
     event: &Event<'_>,
     checked: &Checked,
     conflict: Conflict,
+    fallback: Option<&str>,
     subscription: pg_sys::Oid,
 ) -> Verdict {
     let mut host = ServerHost::new(checked, event.search_path);
@@ -267,9 +275,18 @@ fn run(
         role: event.role_name.to_string(),
         ..Context::default()
     };
-    if let Err(reason) = host.enter_role(&mut ctx, event.role_name) {
-        return Verdict::new("refused", reason);
-    }
+    let role_note = match host.enter_role(&mut ctx, event.role_name) {
+        Ok(()) => None,
+        Err(reason) => match fallback {
+            Some(fallback) if !host::role_exists(event.role_name) => {
+                match host.enter_fallback(&mut ctx, event.role_name, fallback) {
+                    Ok(note) => Some(note),
+                    Err(reason) => return Verdict::new("refused", reason),
+                }
+            }
+            _ => return Verdict::new("refused", reason),
+        },
+    };
     let attempt = || {
         let mut outcome = adapter.init_context(&mut ctx, &mut host);
         if outcome.is_success() {
@@ -295,7 +312,7 @@ fn run(
     match outcome {
         Outcome::Success => Verdict {
             status: "applied",
-            detail: None,
+            detail: role_note,
             adapter: None,
         },
         Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
@@ -305,7 +322,10 @@ fn run(
         }
         Outcome::Retryable(e) | Outcome::Fatal(e) => Verdict {
             status: "failed",
-            detail: Some(e),
+            detail: Some(match role_note {
+                Some(note) => format!("{e} ({note})"),
+                None => e,
+            }),
             adapter: None,
         },
     }

@@ -55,6 +55,8 @@ pub struct Config {
     pub kinds: DdlKinds,
     pub conflict: Conflict,
     pub rules: RuleSet,
+    /// The role that replays the statements of roles missing here (`ddl_fallback_role`).
+    pub fallback_role: Option<String>,
 }
 
 pub struct Subscription {
@@ -77,14 +79,25 @@ impl Subscription {
 
     /// Its DDL configuration; `None` when it does not replay DDL.
     pub fn config(&self) -> Option<Config> {
-        let row = Spi::get_three_with_args::<i32, String, String>(
-            "SELECT ddl, conflict, rules FROM ddl_sync.subscription_ddl WHERE subid = $1",
-            &[self.oid.into()],
-        )
-        .ok()?;
-        let (Some(ddl), Some(conflict), rules) = row else {
-            return None;
-        };
+        // The fallback role through to_jsonb: a database still at 0.2.0's SQL objects (before
+        // ALTER EXTENSION UPDATE) has no such column, and must go on replaying meanwhile.
+        let (ddl, conflict, rules, fallback_role) = Spi::connect(|client| {
+            let mut rows = client
+                .select(
+                    "SELECT ddl, conflict, rules, pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'fallback_role'
+                       FROM ddl_sync.subscription_ddl s WHERE subid OPERATOR(pg_catalog.=) $1",
+                    None,
+                    &[self.oid.into()],
+                )
+                .ok()?;
+            let row = rows.next()?;
+            Some((
+                row.get::<i32>(1).ok().flatten()?,
+                row.get::<String>(2).ok().flatten()?,
+                row.get::<String>(3).ok().flatten(),
+                row.get::<String>(4).ok().flatten(),
+            ))
+        })?;
         let mut builder = RuleSetBuilder::new();
         if let Some(rules) = &rules {
             builder.text(rules);
@@ -103,6 +116,7 @@ impl Subscription {
                 Conflict::Error
             },
             rules,
+            fallback_role,
         })
     }
 

@@ -52,6 +52,8 @@ pub(crate) struct Change {
     /// `Some(None)`: no rules.
     pub rules: Option<Option<String>>,
     pub schema_mode: Option<&'static str>,
+    /// `Some(None)`: no fallback role (statements of missing roles are refused).
+    pub fallback_role: Option<Option<String>>,
 }
 
 /// A stored configuration row.
@@ -166,6 +168,14 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
             ],
         )
         .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {name}: {e}"));
+        // Only when asked: a database still at 0.2.0's SQL objects has no such column.
+        if let Some(fallback) = change.fallback_role {
+            Spi::run_with_args(
+                "UPDATE ddl_sync.subscription_ddl SET fallback_role = $2 WHERE subid = $1",
+                &[subid.into(), fallback.into()],
+            )
+            .unwrap_or_else(|e| error!("ddl_sync: cannot store the fallback role of {name}: {e}"));
+        }
     }
     drop(owner);
     mark_events_ready(subid);
@@ -288,6 +298,26 @@ fn set_subscription_ddl(
             conflict: Some(conflict),
             rules: Some(rules),
             schema_mode: Some(schema_mode),
+            fallback_role: None,
         },
     );
+}
+
+/// The `ddl_fallback_role` value: `''` or `none` for no fallback; else a role that exists
+/// here and is no superuser (a role that cannot log in is the usual choice).
+pub(crate) fn fallback_role(text: &str) -> Result<Option<String>, String> {
+    if text.is_empty() || text.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let superuser = Spi::get_one_with_args::<bool>(
+        "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) $1",
+        &[text.into()],
+    );
+    match superuser {
+        Ok(Some(false)) => Ok(Some(text.to_string())),
+        Ok(Some(true)) => Err(format!(
+            "role \"{text}\" is a superuser: statements of missing roles would gain its rights"
+        )),
+        _ => Err(format!("role \"{text}\" does not exist")),
+    }
 }

@@ -272,6 +272,7 @@ unsafe fn finish(request: &Request) {
             conflict: request.conflict,
             rules: None,
             schema_mode: request.schema_mode,
+            fallback_role: request.fallback_role.clone(),
         },
     );
     let name = &request.subscription;

@@ -1,8 +1,9 @@
-//! The `ddl`, `ddl_conflict` and `schema_mode` options of CREATE/ALTER SUBSCRIPTION, taken out
+//! The `ddl`, `ddl_conflict`, `schema_mode` and `ddl_fallback_role` options of CREATE/ALTER
+//! SUBSCRIPTION, taken out
 //! of the statement before PostgreSQL parses it (it rejects options it does not know), and the
 //! slot plan of a CREATE SUBSCRIPTION that replicates DDL.
 
-use super::config::{conflict_policy, schema_mode};
+use super::config::{conflict_policy, fallback_role, schema_mode};
 use ddl_filter::DdlKinds;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -35,6 +36,8 @@ pub(super) struct Request {
     pub all: bool,
     pub conflict: Option<&'static str>,
     pub schema_mode: Option<&'static str>,
+    /// `Some(None)`: no fallback role.
+    pub fallback_role: Option<Option<String>>,
     /// `Some` for CREATE SUBSCRIPTION.
     pub create: Option<Create>,
 }
@@ -96,7 +99,7 @@ fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
 }
 
 /// The options this module takes.
-const OURS: [&str; 3] = ["ddl", "ddl_conflict", "schema_mode"];
+const OURS: [&str; 4] = ["ddl", "ddl_conflict", "schema_mode", "ddl_fallback_role"];
 
 /// Takes our options out of a CREATE SUBSCRIPTION or ALTER SUBSCRIPTION ... SET, after
 /// validating them; `None` when the statement has none.
@@ -111,7 +114,8 @@ pub(super) unsafe fn take(
     let ddl = find(*options, "ddl");
     let conflict = find(*options, "ddl_conflict");
     let mode = find(*options, "schema_mode");
-    if ddl.is_none() && conflict.is_none() && mode.is_none() {
+    let fallback = find(*options, "ddl_fallback_role");
+    if ddl.is_none() && conflict.is_none() && mode.is_none() && fallback.is_none() {
         return None;
     }
     let ddl_text = ddl.map(|def| string_value(def));
@@ -128,10 +132,11 @@ pub(super) unsafe fn take(
     let mode = mode
         .map(|def| schema_mode(&string_value(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
     if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
-        let parameter = match (&kinds, conflict) {
-            (Some(_), _) => "ddl",
-            (None, Some(_)) => "ddl_conflict",
-            (None, None) => "schema_mode",
+        let parameter = match (&kinds, conflict, mode) {
+            (Some(_), _, _) => "ddl",
+            (None, Some(_), _) => "ddl_conflict",
+            (None, None, Some(_)) => "schema_mode",
+            (None, None, None) => "ddl_fallback_role",
         };
         ereport!(
             ERROR,
@@ -140,11 +145,16 @@ pub(super) unsafe fn take(
             "Run CREATE EXTENSION ddl_sync in this database first."
         );
     }
+    // Read only once the extension is known to exist (its catalog lookups need nothing of it,
+    // but the error above is the clearer one).
+    let fallback = fallback.map(|def| {
+        fallback_role(&string_value(def)).unwrap_or_else(|e| invalid("ddl_fallback_role", e))
+    });
     if is_create && kinds.is_none() {
-        let parameter = if conflict.is_some() {
-            "ddl_conflict"
-        } else {
-            "schema_mode"
+        let parameter = match (conflict, mode) {
+            (Some(_), _) => "ddl_conflict",
+            (None, Some(_)) => "schema_mode",
+            (None, None) => "ddl_fallback_role",
         };
         ereport!(
             ERROR,
@@ -176,6 +186,7 @@ pub(super) unsafe fn take(
         all,
         conflict,
         schema_mode: mode,
+        fallback_role: fallback,
         create,
     })
 }
