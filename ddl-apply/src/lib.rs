@@ -71,6 +71,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 /// SUBSCRIPTION (see [`subscription`]).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
+    ddl_server::log::forward_tracing();
     subscription::define_setting();
     // SAFETY: _PG_init runs once per process.
     unsafe {

@@ -36,3 +36,4 @@ mod volatile;
 
 pub use crate::hook::install as install_hook;
 pub use crate::trigger::{ddl_sync_capture_ddl_command_end, ddl_sync_capture_sql_drop};
+pub use ddl_server::log::forward_tracing;

@@ -6,12 +6,14 @@
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
+//! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod guc;
+pub mod log;
 pub mod utility;
 
 use pgrx::pg_sys;

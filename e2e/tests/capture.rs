@@ -682,3 +682,23 @@ fn no_wal_at_all_for_ddl_no_publication_asks_for() {
     );
     assert!(messages[1].is_empty(), "padding after the record");
 }
+
+#[test]
+fn the_pure_crates_log_through_the_server_log_at_its_levels() {
+    let pg = setup("capture-tracing", "table");
+    // ddl-filter logs through `tracing` when the capture builds a publication's rule set: a
+    // DEBUG1 line, shown only when asked for.
+    let (ok, quiet) = ddl_e2e::psql_verbose(&pg, "postgres", "CREATE TABLE quiet (a int);");
+    assert!(ok, "{quiet}");
+    assert!(!quiet.contains("ddl_filter"), "{quiet}");
+    let (ok, debug) = ddl_e2e::psql_verbose(
+        &pg,
+        "postgres",
+        "SET client_min_messages = debug1; CREATE TABLE loud (a int);",
+    );
+    assert!(ok, "{debug}");
+    assert!(
+        debug.contains("DEBUG:  00000: ddl_filter::ruleset: DDL rule set built kinds=table"),
+        "{debug}"
+    );
+}
