@@ -75,6 +75,7 @@ pub extern "C-unwind" fn _PG_init() {
     subscription::define_setting();
     // SAFETY: _PG_init runs once per process.
     unsafe {
+        local_change::clear_at_transaction_end();
         subscription::install_hook();
         replay::stats::init();
     }

@@ -13,13 +13,12 @@
 //! EXECUTE is revoked from PUBLIC (`sql/privileges.sql`), and it is cleared at the end of
 //! every transaction and the abort of every subtransaction, so an ERROR never leaves it on.
 
-use pgrx::pg_sys;
+use ddl_server::xact;
 use pgrx::prelude::*;
 use std::cell::Cell;
 
 thread_local! {
     static ON: Cell<bool> = const { Cell::new(false) };
-    static CALLBACKS_REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Whether the current change is the extension's own.
@@ -32,31 +31,13 @@ fn local_change() -> bool {
 /// value so that a caller can put it back.
 #[pg_extern(volatile, parallel_restricted)]
 pub fn set_local_change(on: bool) -> bool {
-    if !CALLBACKS_REGISTERED.get() {
-        // SAFETY: registers functions that live as long as the library (never unloaded).
-        unsafe {
-            pg_sys::RegisterXactCallback(Some(clear_at_xact_end), std::ptr::null_mut());
-            pg_sys::RegisterSubXactCallback(Some(clear_at_subxact_abort), std::ptr::null_mut());
-        }
-        CALLBACKS_REGISTERED.set(true);
-    }
     ON.replace(on)
 }
 
-unsafe extern "C-unwind" fn clear_at_xact_end(
-    _event: pg_sys::XactEvent::Type,
-    _arg: *mut std::ffi::c_void,
-) {
-    ON.set(false);
-}
-
-unsafe extern "C-unwind" fn clear_at_subxact_abort(
-    event: pg_sys::SubXactEvent::Type,
-    _mine: pg_sys::SubTransactionId,
-    _parent: pg_sys::SubTransactionId,
-    _arg: *mut std::ffi::c_void,
-) {
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        ON.set(false);
-    }
+/// Clears the flag at the end of every transaction and the abort of every subtransaction.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub unsafe fn clear_at_transaction_end() {
+    xact::at_end(|_| ON.set(false));
 }

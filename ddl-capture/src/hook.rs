@@ -19,6 +19,7 @@ static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
 pub unsafe fn install() {
     volatile::define_setting();
     statement::forget_aborted_statements();
+    crate::replay_origin::clear_at_transaction_end();
     PREVIOUS = pg_sys::ProcessUtility_hook;
     pg_sys::ProcessUtility_hook = Some(process_utility);
 }

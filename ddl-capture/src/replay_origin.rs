@@ -7,12 +7,11 @@
 //! a duplicate. It is now backend memory that only `ddl_sync.so` writes, through the exported C
 //! function below (not declared in SQL), and that is cleared at the end of every transaction.
 
-use pgrx::pg_sys;
+use ddl_server::xact::{self, End};
 use std::cell::Cell;
 
 thread_local! {
     static ORIGIN: Cell<Option<(u64, u64)>> = const { Cell::new(None) };
-    static CALLBACK_REGISTERED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// `(system identifier, LSN)` of the node where the statement being replayed first ran.
@@ -26,18 +25,19 @@ pub fn get() -> Option<(u64, u64)> {
 /// Call from a backend, inside a transaction.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn ddl_sync_set_replay_origin(active: bool, sysid: u64, lsn: u64) {
-    if !CALLBACK_REGISTERED.get() {
-        // SAFETY: registers a function that lives as long as the library (never unloaded).
-        unsafe { pg_sys::RegisterXactCallback(Some(clear_at_end), std::ptr::null_mut()) };
-        CALLBACK_REGISTERED.set(true);
-    }
     ORIGIN.set(active.then_some((sysid, lsn)));
 }
 
-/// An ERROR between set and clear must not leave the origin to the next transaction.
-unsafe extern "C-unwind" fn clear_at_end(
-    _event: pg_sys::XactEvent::Type,
-    _arg: *mut std::ffi::c_void,
-) {
-    ORIGIN.set(None);
+/// An ERROR between set and clear must not leave the origin to the next transaction. A
+/// subtransaction's abort keeps it: the replay's own lookups and the `skip` policy use
+/// subtransactions while the origin holds.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub unsafe fn clear_at_transaction_end() {
+    xact::at_end(|end| {
+        if !matches!(end, End::SubAborted { .. }) {
+            ORIGIN.set(None);
+        }
+    });
 }

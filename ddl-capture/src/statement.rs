@@ -76,7 +76,7 @@ pub fn with_innermost<R>(f: impl FnOnce(&mut Statement) -> R) -> Option<R> {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn forget_aborted_statements() {
-    ddl_server::utility::forget_on_abort(|level| STACK.with_borrow_mut(|s| s.forget_from(level)));
+    ddl_server::xact::at_end(|end| STACK.with_borrow_mut(|s| s.forget(end)));
 }
 
 /// The statement at `location`/`len` of `query` as PostgreSQL's parser marked it: location -1

@@ -20,10 +20,13 @@ use std::mem::offset_of;
 /// history.
 ///
 /// # Safety
-/// Runs inside a message callback of a live decoding context, `txn` being the callback's txn.
+/// Runs inside a message callback of a live decoding context, `txn` being the callback's txn
+/// and `emitting` the (sub)transaction under it that wrote the record (see [`find_txn`]).
+#[allow(clippy::too_many_arguments)] // the callback's context, and what the record needs
 pub unsafe fn send(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
+    emitting: *mut pg_sys::ReorderBufferTXN,
     lsn: pg_sys::XLogRecPtr,
     record: &DdlRecord<'_>,
     streaming: bool,
@@ -56,7 +59,7 @@ pub unsafe fn send(
     // pgoutput writes change->txn->xid inside streamed blocks, and the subscriber uses it to
     // throw away the changes of a subtransaction that is rolled back after being streamed: the
     // event must belong to the subtransaction that ran the statement, not to the top level.
-    (*change).txn = emitting_txn(txn, record.xid);
+    (*change).txn = emitting;
     (*change).origin_id = (*txn).origin_id;
     (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
         relnode: (*rel).rd_node,
@@ -181,25 +184,12 @@ pub unsafe fn is_events_relation(relation: pg_sys::Relation) -> bool {
     true
 }
 
-/// Whether `xid` is the top-level `txn` or one of its subtransactions: a sealed record names
-/// the (sub)transaction that wrote it.
+/// The (sub)transaction with `xid` under the top-level `txn`, if it is one: a sealed record
+/// names the (sub)transaction that wrote it.
 ///
 /// # Safety
 /// `txn` is the top-level transaction of a message callback.
-pub unsafe fn belongs_to(txn: *mut pg_sys::ReorderBufferTXN, xid: u32) -> bool {
-    find_txn(txn, xid).is_some()
-}
-
-/// The (sub)transaction with `xid` under the top-level `txn`; the top level when it is not
-/// found (the plugin checked before that it is, see [`belongs_to`]).
-unsafe fn emitting_txn(
-    txn: *mut pg_sys::ReorderBufferTXN,
-    xid: u32,
-) -> *mut pg_sys::ReorderBufferTXN {
-    find_txn(txn, xid).unwrap_or(txn)
-}
-
-unsafe fn find_txn(
+pub unsafe fn find_txn(
     txn: *mut pg_sys::ReorderBufferTXN,
     xid: u32,
 ) -> Option<*mut pg_sys::ReorderBufferTXN> {

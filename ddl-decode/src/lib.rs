@@ -146,8 +146,7 @@ unsafe extern "C-unwind" fn stream_truncate_cb(
     on_truncate(ctx, txn, nrelations, relations, change, true);
 }
 
-/// Both truncate callbacks: pgoutput's, for the relations other than `ddl_sync.events` (all of
-/// them, untouched, in the usual case where it is not among them).
+/// Both truncate callbacks: pgoutput's, for the relations other than `ddl_sync.events`.
 unsafe fn on_truncate(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -165,10 +164,6 @@ unsafe fn on_truncate(
         return;
     };
     let all = std::slice::from_raw_parts(relations, usize::try_from(nrelations).unwrap_or(0));
-    if !all.iter().any(|&r| events::is_events_relation(r)) {
-        pg_guard_ffi_boundary(|| cb(ctx, txn, nrelations, relations, change));
-        return;
-    }
     let mut kept: Vec<pg_sys::Relation> = all
         .iter()
         .copied()
@@ -271,8 +266,8 @@ unsafe fn ddl_event(
         return;
     }
     let payload = std::slice::from_raw_parts(message.cast::<u8>(), size);
-    let record = match authentic_record(txn, payload) {
-        Ok(record) => record,
+    let (record, emitting) = match authentic_record(txn, payload) {
+        Ok(found) => found,
         Err(why) => {
             warning!(
                 "ddl_pgoutput: ignoring ddl_sync message at {} in transaction {}: {why}",
@@ -300,7 +295,7 @@ unsafe fn ddl_event(
     }) else {
         return;
     };
-    if takers.is_empty() || !events::send(ctx, txn, lsn, &record, streaming, scratch) {
+    if takers.is_empty() || !events::send(ctx, txn, emitting, lsn, &record, streaming, scratch) {
         return;
     }
     debug1!(
@@ -316,11 +311,12 @@ unsafe fn ddl_event(
 
 /// The record in `payload` if the capture of this server wrote it in `txn`: well-formed, sealed
 /// under this server's key, naming this server as the one that captured it, written by `txn`
-/// or one of its subtransactions, and holding nothing the events row cannot carry.
+/// or one of its subtransactions (returned with it), and holding nothing the events row cannot
+/// carry.
 unsafe fn authentic_record<'a>(
     txn: *mut pg_sys::ReorderBufferTXN,
     payload: &'a [u8],
-) -> Result<DdlRecord<'a>, String> {
+) -> Result<(DdlRecord<'a>, *mut pg_sys::ReorderBufferTXN), String> {
     let record = DdlRecord::parse(payload).map_err(|e| format!("malformed: {e}"))?;
     if !ddl_capture::seal::verify(payload) {
         return Err("its authentication tag is wrong: not written by this server's capture".into());
@@ -332,14 +328,14 @@ unsafe fn authentic_record<'a>(
             record.origin.capturing_sysid
         ));
     }
-    if !events::belongs_to(txn, record.xid) {
+    let Some(emitting) = events::find_txn(txn, record.xid) else {
         return Err(format!(
             "it was sealed in transaction {}, not in this one: a copy of another transaction's record",
             record.xid
         ));
-    }
+    };
     if let Some(field) = record.strings_with_nul() {
         return Err(format!("its field {field} holds a NUL byte"));
     }
-    Ok(record)
+    Ok((record, emitting))
 }

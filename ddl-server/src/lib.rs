@@ -7,6 +7,8 @@
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
+//! - [`xact`]: PostgreSQL's transaction callbacks registered once, for every piece of backend
+//!   state that must not outlive its (sub)transaction;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -15,6 +17,7 @@
 pub mod guc;
 pub mod log;
 pub mod utility;
+pub mod xact;
 
 use pgrx::pg_sys;
 

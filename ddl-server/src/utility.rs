@@ -20,8 +20,8 @@
 //! (an ERROR skips it), and whatever state it keeps for `after` lives in a
 //! [`StatementStack`], which forgets the entries of an aborted (sub)transaction.
 
+use crate::xact::End;
 use pgrx::pg_sys;
-use std::cell::RefCell;
 use std::ffi::c_char;
 
 extern "C-unwind" {
@@ -137,7 +137,7 @@ pub struct Before {
 
 /// Per-statement state a hook keeps from before a statement runs until after it: entries are
 /// pushed by `before`, taken back by `after`, and those of statements that ended in an ERROR
-/// are forgotten when their (sub)transaction aborts (see [`forget_on_abort`]).
+/// are forgotten when their (sub)transaction aborts (see [`StatementStack::forget`]).
 pub struct StatementStack<T> {
     /// Each entry with the transaction nesting level it was pushed at.
     entries: Vec<(i32, T)>,
@@ -174,12 +174,19 @@ impl<T> StatementStack<T> {
         self.entries.last_mut().map(|(_, value)| value)
     }
 
-    /// Forgets what statements pushed at nesting `level` or deeper: their subtransaction
-    /// aborted (`None`: the whole transaction did).
-    pub fn forget_from(&mut self, level: Option<i32>) {
-        match level {
-            Some(level) => self.entries.retain(|(pushed, _)| *pushed < level),
-            None => self.entries.clear(),
+    /// Forgets what statements of an aborted (sub)transaction pushed: they ended in an ERROR
+    /// and their `after` never ran. Give it every [`End`] (see [`crate::xact::at_end`]).
+    ///
+    /// Why a transaction's abort forgets everything even though a procedure's `ROLLBACK` aborts
+    /// one while its `CALL` still runs: the `CALL`'s own `after` then finds nothing, which is
+    /// right for it (it has no state of its own), and nothing stale can be mistaken for the
+    /// statement an event trigger asks about. A commit forgets nothing: a procedure's `COMMIT`
+    /// ends a transaction while its `CALL` still runs.
+    pub fn forget(&mut self, end: End) {
+        match end {
+            End::SubAborted { level } => self.entries.retain(|(pushed, _)| *pushed < level),
+            End::Aborted => self.entries.clear(),
+            End::Committed => {}
         }
     }
 }
@@ -187,61 +194,5 @@ impl<T> StatementStack<T> {
 impl<T> Default for StatementStack<T> {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// What forgets a hook's state after an abort: given the aborting nesting level, or `None` for
-/// the whole transaction.
-pub type Forget = fn(Option<i32>);
-
-thread_local! {
-    static ON_ABORT: RefCell<Vec<Forget>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Calls `forget` with the aborting nesting level when a subtransaction aborts, and with
-/// `None` when a transaction does (a stack's [`StatementStack::forget_from`]).
-///
-/// Why a transaction's abort forgets everything even though a procedure's `ROLLBACK` aborts
-/// one while its `CALL` still runs: the `CALL`'s own `after` then finds nothing, which is
-/// right for it (it has no state of its own), and nothing stale can be mistaken for the
-/// statement an event trigger asks about.
-///
-/// # Safety
-/// Call from `_PG_init`.
-pub unsafe fn forget_on_abort(forget: Forget) {
-    let first = ON_ABORT.with_borrow_mut(|f| {
-        f.push(forget);
-        f.len() == 1
-    });
-    if first {
-        // SAFETY: static functions, registered once per process; PostgreSQL never unloads
-        // a library, so they outlive every transaction.
-        unsafe {
-            pg_sys::RegisterXactCallback(Some(xact_callback), std::ptr::null_mut());
-            pg_sys::RegisterSubXactCallback(Some(subxact_callback), std::ptr::null_mut());
-        }
-    }
-}
-
-unsafe extern "C-unwind" fn xact_callback(
-    event: pg_sys::XactEvent::Type,
-    _: *mut std::ffi::c_void,
-) {
-    use pg_sys::XactEvent as E;
-    if matches!(event, E::XACT_EVENT_ABORT | E::XACT_EVENT_PARALLEL_ABORT) {
-        ON_ABORT.with_borrow(|f| f.iter().for_each(|forget| forget(None)));
-    }
-}
-
-unsafe extern "C-unwind" fn subxact_callback(
-    event: pg_sys::SubXactEvent::Type,
-    _mine: pg_sys::SubTransactionId,
-    _parent: pg_sys::SubTransactionId,
-    _: *mut std::ffi::c_void,
-) {
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        // SAFETY: the callback runs inside the aborting subtransaction, whose level this is.
-        let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
-        ON_ABORT.with_borrow(|f| f.iter().for_each(|forget| forget(Some(level))));
     }
 }

@@ -336,6 +336,16 @@ fn statements_run_as_their_role_with_their_search_path() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("\"postgres\" is a superuser"), "{err}");
+    // Only the subscription's owner may name it: an ordinary role is told so.
+    let err = subscriber
+        .psql(
+            "postgres",
+            "CREATE ROLE nobody LOGIN; SET ROLE nobody;
+             ALTER SUBSCRIPTION sub SET (ddl_fallback_role = 'app');",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("must be owner of subscription sub"), "{err}");
     query(
         &subscriber,
         "CREATE ROLE stand_in NOLOGIN; GRANT USAGE, CREATE ON SCHEMA ghost_s TO stand_in;

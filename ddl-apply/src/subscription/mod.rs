@@ -146,7 +146,7 @@ unsafe extern "C-unwind" fn after(depth: usize) {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub(crate) unsafe fn forget_aborted_statements() {
-    ddl_server::utility::forget_on_abort(|level| PENDING.with_borrow_mut(|p| p.forget_from(level)));
+    ddl_server::xact::at_end(|end| PENDING.with_borrow_mut(|p| p.forget(end)));
 }
 
 fn connect(conninfo: &str, name: &str) -> Publisher {
