@@ -4,13 +4,15 @@
 //! the statement, where every other statement is captured: a subscriber would receive rows for
 //! a table it does not have yet. Their record is written first instead. It is as transactional
 //! as any other: if the statement then fails, its (sub)transaction aborts and takes the record
-//! with it. The subscriber replays it WITH NO DATA; the rows follow by replication.
+//! with it. The record holds the plain CREATE TABLE of the table the statement makes
+//! ([`definition`]): the rows follow by replication, and the query is never run elsewhere.
 //!
 //! Before the statement runs the table has no OID yet: the record names it by schema and
 //! identity only (object id 0), which is all the rules and the subscriber need.
 
+use crate::definition;
 use crate::rules::PublicationRules;
-use crate::trigger::{self, Target};
+use crate::trigger::{self, Recorded, Target};
 use pgrx::pg_sys;
 use std::ffi::CStr;
 
@@ -43,6 +45,11 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     let schema = CStr::from_ptr(pg_sys::get_namespace_name(namespace));
     let name = CStr::from_ptr((*rel).relname);
     let identity = pg_sys::quote_qualified_identifier(schema.as_ptr(), name.as_ptr());
+    // The statement is about to fail on its own: nothing to capture, and its ERROR is the
+    // client's, as without us.
+    let Some(definition) = definition::create_table_as(stmt, schema) else {
+        return false;
+    };
     let target = Target {
         class_id: u32::from(pg_sys::RelationRelationId),
         object_id: 0,
@@ -50,9 +57,13 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
         identity: crate::text::utf8(CStr::from_ptr(identity)),
         object_type: "table".into(),
         temporary,
-        sql: None,
+        recorded: Some(Recorded {
+            tag: Some("CREATE TABLE"),
+            sql: definition,
+        }),
         command: std::ptr::null_mut(),
     };
+    // Rules that name a command tag see the client's; the record says what it holds.
     let tag = if (*stmt).is_select_into {
         "SELECT INTO"
     } else {

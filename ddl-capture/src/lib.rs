@@ -20,10 +20,12 @@
 
 mod catalog;
 mod collection;
+mod definition;
 mod early;
 mod emit;
 mod forget;
 mod hook;
+mod partition_bound;
 mod publication;
 pub mod replay_origin;
 pub mod rules;

@@ -18,7 +18,7 @@
 
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, rules, stats, volatile};
+use crate::{collection, emit, forget, partition_bound, rules, stats, volatile};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
@@ -104,11 +104,21 @@ pub(crate) struct Target {
     pub identity: String,
     pub object_type: String,
     pub temporary: bool,
-    /// The statement to record instead of the client's text (see [`partly_temporary_drop`]).
-    pub sql: Option<String>,
+    /// The statement to record instead of the client's (see [`partly_temporary_drop`] and
+    /// `definition`).
+    pub recorded: Option<Recorded>,
     /// PostgreSQL's `CollectedCommand` of the statement (its `pg_ddl_command`), when the
     /// command collection reported one: valid until the statement ends.
     pub command: *mut pg_sys::CollectedCommand,
+}
+
+/// A statement recorded instead of the client's text, in PostgreSQL's own syntax whatever the
+/// session's dialect. The publications' rules judge the client's statement.
+#[derive(Clone)]
+pub(crate) struct Recorded {
+    /// Its command tag, when it is not the client's statement's.
+    pub tag: Option<&'static str>,
+    pub sql: String,
 }
 
 unsafe fn capture(tag: &str) {
@@ -142,7 +152,10 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     // but only where a publication would have wanted the statement.
     let (text, top_level) =
         statement::with_innermost(|s| (statement_text(s), s.top_level)).unwrap_or_default();
-    let sql = target.sql.clone().unwrap_or(text);
+    let recorded = target
+        .recorded
+        .clone()
+        .or_else(|| evaluated_partition_bound(tag, target));
     let session = Session::current();
     let forwarded = pg_sys::replorigin_session_origin != 0;
     let mut flags = RecordFlags::TRANSACTIONAL;
@@ -180,7 +193,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         command_tag: tag,
         schema: &target.schema,
         object_identity: &target.identity,
-        sql: &sql,
+        sql: &text,
         search_path: &session.search_path,
         role: &session.role,
         session_user: &session.session_user,
@@ -204,6 +217,15 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         // May refuse the statement, or plan the replication of its new values.
         volatile::check(target.command);
     }
+    let record = match &recorded {
+        Some(recorded) => DdlRecord {
+            dialect: "postgres",
+            command_tag: recorded.tag.unwrap_or(tag),
+            sql: &recorded.sql,
+            ..record
+        },
+        None => record,
+    };
     emit::emit_record(&record);
     log_verdicts(&record, &verdicts);
     stats::count_capture(&verdicts);
@@ -283,7 +305,7 @@ unsafe fn target(tag: &str) -> Option<Target> {
             schema,
             identity: row.text(c"object_identity"),
             object_type: row.text(c"object_type"),
-            sql: None,
+            recorded: None,
             command: row.pointer(c"command").cast(),
         };
         if is_own {
@@ -308,8 +330,10 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         identity: first.identity.clone(),
         object_type: first.object_type.clone(),
         temporary: permanent.is_empty(),
-        sql: (!permanent.is_empty() && permanent.len() < s.dropped.len())
-            .then(|| partly_temporary_drop(&permanent, s.cascade)),
+        recorded: (!permanent.is_empty() && permanent.len() < s.dropped.len()).then(|| Recorded {
+            tag: None,
+            sql: partly_temporary_drop(&permanent, s.cascade),
+        }),
         command: std::ptr::null_mut(),
     })
 }
@@ -365,18 +389,47 @@ unsafe fn namespace_oid(schema: &str) -> u32 {
 unsafe fn statement_text(s: &Statement) -> String {
     let query = CStr::from_ptr(s.query);
     let whole = crate::text::utf8(query);
-    // stmt_location/len count bytes of the server-encoded string: cut before converting.
-    let bytes = query.to_bytes();
-    let start = usize::try_from(s.location).unwrap_or(0).min(bytes.len());
-    let end = match usize::try_from(s.len) {
-        Ok(0) | Err(_) => bytes.len(),
-        Ok(n) => start.saturating_add(n).min(bytes.len()),
-    };
-    if start == 0 && end == bytes.len() {
+    let (start, end) = statement_bytes(s);
+    if start == 0 && end == query.to_bytes().len() {
         return statement::cut(&whole, -1, 0).to_string();
     }
-    let part = std::ffi::CString::new(&bytes[start..end]).unwrap_or_default();
+    let part = std::ffi::CString::new(&query.to_bytes()[start..end]).unwrap_or_default();
     statement::cut(&crate::text::utf8(&part), -1, 0).to_string()
+}
+
+/// Where the statement is in its query string, in bytes of the server encoding (which
+/// stmt_location/len count: cut before converting).
+unsafe fn statement_bytes(s: &Statement) -> (usize, usize) {
+    let len = CStr::from_ptr(s.query).to_bytes().len();
+    let start = usize::try_from(s.location).unwrap_or(0).min(len);
+    let end = match usize::try_from(s.len) {
+        Ok(0) | Err(_) => len,
+        Ok(n) => start.saturating_add(n).min(len),
+    };
+    (start, end)
+}
+
+/// The statement with its partition bound as stored, when `tag` made or attached a partition
+/// whose bound is not all literals (see [`partition_bound`]).
+unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Recorded> {
+    if !matches!(tag, "CREATE TABLE" | "ALTER TABLE") || target.command.is_null() {
+        return None;
+    }
+    let parsetree = (*target.command).parsetree;
+    let (query, (start, end)) = statement::with_innermost(|s| (s.query, statement_bytes(s)))?;
+    let bytes = CStr::from_ptr(query).to_bytes();
+    let bound = partition_bound::evaluated(parsetree, target.object_id.into(), bytes)?;
+    if bound.start < start || bound.end > end {
+        return None;
+    }
+    let mut spliced = bytes[start..bound.start].to_vec();
+    spliced.extend_from_slice(&bound.text);
+    spliced.extend_from_slice(&bytes[bound.end..end]);
+    let spliced = std::ffi::CString::new(spliced).ok()?;
+    Some(Recorded {
+        tag: None,
+        sql: statement::cut(&crate::text::utf8(&spliced), -1, 0).to_string(),
+    })
 }
 
 /// Who ran the statement, and how the session was set up.

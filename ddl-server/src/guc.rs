@@ -11,22 +11,38 @@ use std::ffi::CString;
 /// may call `set_config(..., false)`, which a committed level would keep for the rest of the
 /// session, its search_path included.
 pub fn with_search_path<R>(path: &str, f: impl FnOnce() -> R) -> R {
-    // SQL text never holds NUL; a value that does is replaced by the empty path.
-    let value = CString::new(path).unwrap_or_default();
-    // SAFETY: a new GUC nest level, the setting saved in it, and the level popped after; an
+    with_settings(&[("search_path", path)], f)
+}
+
+/// Runs `f` with each `(name, value)` of `settings` set (as a session would `SET` them), then
+/// undoes every setting changed inside, as [`with_search_path`] does.
+pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
+    // SQL text never holds NUL; a value that does is replaced by the empty string.
+    let settings: Vec<(CString, CString)> = settings
+        .iter()
+        .map(|(name, value)| {
+            (
+                CString::new(*name).unwrap_or_default(),
+                CString::new(*value).unwrap_or_default(),
+            )
+        })
+        .collect();
+    // SAFETY: a new GUC nest level, the settings saved in it, and the level popped after; an
     // ERROR in between unwinds to a (sub)transaction abort, which pops it.
     unsafe {
         let nest = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"search_path".as_ptr(),
-            value.as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
+        for (name, value) in &settings {
+            pg_sys::set_config_option(
+                name.as_ptr(),
+                value.as_ptr(),
+                pg_sys::GucContext::PGC_USERSET,
+                pg_sys::GucSource::PGC_S_SESSION,
+                pg_sys::GucAction::GUC_ACTION_SAVE,
+                true,
+                0,
+                false,
+            );
+        }
         let result = f();
         pg_sys::AtEOXact_GUC(false, nest);
         result

@@ -9,6 +9,7 @@
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
 //! - [`xact`]: PostgreSQL's transaction callbacks registered once, for every piece of backend
 //!   state that must not outlive its (sub)transaction;
+//! - [`subscription_rel`]: which tables a subscription applies rows to;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -16,6 +17,7 @@
 
 pub mod guc;
 pub mod log;
+pub mod subscription_rel;
 pub mod utility;
 pub mod xact;
 

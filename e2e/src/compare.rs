@@ -15,7 +15,12 @@ use std::collections::BTreeMap;
 ///
 /// Nothing else is normalised: the replicated objects must print the same, byte for byte.
 pub fn schema(pg: &Cluster) -> Vec<String> {
-    let mut blocks = dump_blocks(pg, "postgres");
+    schema_in(pg, "postgres")
+}
+
+/// [`schema`] of database `db`.
+pub fn schema_in(pg: &Cluster, db: &str) -> Vec<String> {
+    let mut blocks = dump_blocks(pg, db);
     blocks.retain(|b| !node_local(b));
     blocks
 }

@@ -10,6 +10,7 @@ pub mod faults;
 pub mod hostile;
 pub mod pgtree;
 pub mod readme;
+pub mod regress;
 mod replication;
 
 pub use replication::{

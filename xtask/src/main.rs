@@ -18,6 +18,7 @@
 //! cargo xtask bench apply           a migration's apply time and DML lag on a subscriber -> BENCHMARKS.md
 //! cargo xtask reliability [--trials N] [--seed S]
 //!                                   kill -9, hostile inputs and lock contention -> RELIABILITY.md
+//! cargo xtask regress [--groups N]  PostgreSQL's regression suite through replication -> FIDELITY.md
 //! ```
 
 mod bench;
@@ -26,6 +27,7 @@ mod demo;
 mod golden;
 mod install;
 mod package;
+mod regress;
 mod reliability;
 mod report;
 mod setup;
@@ -38,7 +40,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>|reliability [--trials N] [--seed S]>";
+    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>|reliability [--trials N] [--seed S]|regress [--groups N]>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         ["golden", rest @ ..] => golden::run(rest),
         ["bench", rest @ ..] => bench::run(rest),
         ["reliability", rest @ ..] => reliability::run(rest),
+        ["regress", rest @ ..] => regress::run(rest),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())

@@ -29,6 +29,7 @@ pub fn run() -> Result {
 /// Runs setup only when something is missing, so every other task can call it cheaply.
 pub fn ensure() -> Result {
     if installed_version(&format!("postgresql-server-dev-{PG_MAJOR}")).is_some()
+        && installed_version("build-essential").is_some()
         && cargo_pgrx_version().as_deref() == Some(PGRX_VERSION)
         && pgrx_initialized()
         && sudo_available()
@@ -59,7 +60,16 @@ fn apt_packages() -> Result {
         Some(v) if v == server_version => println!("setup: {dev} {v}"),
         _ => wanted.push(format!("{dev}={server_version}")),
     }
-    for pkg in ["libclang-dev", "clang", "sudo", "pkg-config", "libssl-dev"] {
+    // build-essential: make, gcc and dpkg-source, for PostgreSQL's regression suite (built
+    // from Debian's source package by `cargo xtask regress` and the e2e test `regress`).
+    for pkg in [
+        "libclang-dev",
+        "clang",
+        "sudo",
+        "pkg-config",
+        "libssl-dev",
+        "build-essential",
+    ] {
         match installed_version(pkg) {
             Some(v) => println!("setup: {pkg} {v}"),
             None => wanted.push(pkg.to_string()),

@@ -8,10 +8,11 @@ use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
 use crate::{golden, project_root, setup, Result};
 
-/// Crates that build and test without pgrx.
+/// Crates whose tests run under plain `cargo test` (ddl-capture's unit tests need no server).
 const CARGO_TEST_CRATES: &[&str] = &[
     "ddl-wire",
     "ddl-filter",
+    "ddl-capture",
     "ddl-adapter",
     "ddl-adapter-postgres",
     "ddl-adapter-tsql",

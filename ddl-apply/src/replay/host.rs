@@ -1,7 +1,7 @@
 //! The server side of the adapter API: what an adapter may ask of PostgreSQL while it replays.
 
 use crate::replay::statement::{self, Checked};
-use crate::replay::{apply_code, detach};
+use crate::replay::{apply_code, detach, tablespace};
 use ddl_adapter::{Context, Host, Outcome};
 use ddl_server::guc::with_search_path;
 use pgrx::pg_sys;
@@ -22,6 +22,9 @@ struct Claim {
     search_path: String,
     /// Why a statement an adapter ran was refused: the row then says `refused`.
     refusal: Option<String>,
+    /// What the replay changed in the statements it ran, by policy (a dropped tablespace
+    /// clause): said on the row.
+    notes: Vec<String>,
 }
 
 thread_local! {
@@ -44,6 +47,7 @@ impl ServerHost {
             kind: checked.kind.token(),
             search_path: search_path.to_string(),
             refusal: None,
+            notes: Vec::new(),
         };
         ServerHost {
             outer: CLAIM.replace(Some(claim)),
@@ -54,6 +58,11 @@ impl ServerHost {
     /// Why a statement an adapter ran was refused, if one was.
     pub fn refusal(&self) -> Option<String> {
         CLAIM.with_borrow(|c| c.as_ref().and_then(|c| c.refusal.clone()))
+    }
+
+    /// What the replay changed in the statements it ran, by policy.
+    pub fn notes(&self) -> Vec<String> {
+        CLAIM.with_borrow(|c| c.as_ref().map(|c| c.notes.clone()).unwrap_or_default())
     }
 
     /// Becomes `role`, or says why it cannot: the statement is then refused, never run as the
@@ -205,9 +214,12 @@ pub fn execute_claimed(sql: &str) -> Outcome {
     }) else {
         return Outcome::Fatal("no DDL event is being replayed".into());
     };
-    let parsed = match statement::parse_one(sql)
-        .and_then(|parsed| statement::check_parsed(&parsed, &tag, kind).map(|_| parsed))
-    {
+    // Names resolve as the statement will resolve them: with the event's search_path.
+    let checked = with_search_path(&search_path, || {
+        statement::parse_one(sql)
+            .and_then(|parsed| statement::check_parsed(&parsed, &tag, kind).map(|_| parsed))
+    });
+    let parsed = match checked {
         Ok(parsed) => parsed,
         Err(reason) => {
             let reason = format!("the adapter's statement \"{sql}\" is refused: {reason}");
@@ -263,7 +275,15 @@ fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, search_path: &
             );
         }
         statement::create_empty((*parsed.stmt).stmt);
-        statement::execute(parsed, text);
+        let dropped = tablespace::drop_missing((*parsed.stmt).stmt);
+        if !dropped.nothing_left {
+            statement::execute(parsed, text);
+        }
+        CLAIM.with_borrow_mut(|c| {
+            if let Some(c) = c {
+                c.notes.extend(dropped.notes);
+            }
+        });
         detach
     });
     if let Some(check) = detach {

@@ -22,6 +22,7 @@ mod sql_adapter;
 mod statement;
 pub(crate) mod stats;
 pub(crate) mod subscription;
+mod tablespace;
 
 use crate::replay::host::ServerHost;
 use crate::replay::statement::Checked;
@@ -156,7 +157,8 @@ fn log_verdict(event: &Event<'_>, subscription: &Subscription, verdict: &Verdict
     );
     let detail = verdict.detail.as_deref().unwrap_or("");
     match verdict.status {
-        "applied" => log!("ddl_sync: {what} applied"),
+        "applied" if detail.is_empty() => log!("ddl_sync: {what} applied"),
+        "applied" => log!("ddl_sync: {what} applied: {detail}"),
         "skipped" => log!("ddl_sync: {what} skipped: {detail}"),
         _ => warning!("ddl_sync: {what} {}: {detail}", verdict.status),
     }
@@ -227,8 +229,21 @@ fn check_and_run(
         subscription.oid,
     );
     verdict.adapter = Some(adapter.name().to_string());
-    if verdict.status == "applied" && checked.creates_table() {
-        subscription.register_ready(event.object_identity);
+    if verdict.status == "applied" {
+        let note = if checked.creates_table() {
+            subscription.register_ready(event.object_identity)
+        } else {
+            checked
+                .altered
+                .and_then(|relid| subscription.recheck_columns(relid))
+        };
+        if let Some(note) = note {
+            warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
+            verdict.detail = Some(match verdict.detail.take() {
+                Some(detail) => format!("{detail}; {note}"),
+                None => note,
+            });
+        }
     }
     verdict
 }
@@ -255,6 +270,7 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
         tag: event.command_tag.to_string(),
         kind,
         schema: None,
+        altered: None,
     })
 }
 
@@ -304,6 +320,7 @@ fn run(
         }
     };
     host.leave_role();
+    let notes = host.notes();
     // A statement the adapter ran was not the event's: refused whatever the policy, as a
     // statement refused before running (retrying would not change it).
     if let Some(reason) = host.refusal() {
@@ -312,7 +329,10 @@ fn run(
     match outcome {
         Outcome::Success => Verdict {
             status: "applied",
-            detail: role_note,
+            detail: role_note
+                .into_iter()
+                .chain(notes)
+                .reduce(|all, note| format!("{all}; {note}")),
             adapter: None,
         },
         Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {

@@ -17,6 +17,9 @@ pub struct Checked {
     /// The schema, here, of the relation it creates or works on (see
     /// [`object::relation_schema`]); `None` when it names no relation.
     pub schema: Option<String>,
+    /// The relation an ALTER TABLE (the statement that may change a column's type) works on,
+    /// when it exists here.
+    pub altered: Option<pg_sys::Oid>,
 }
 
 impl Checked {
@@ -105,10 +108,20 @@ pub fn check_parsed(
     }
     // SAFETY: as above.
     let schema = unsafe { object::relation_schema((*parsed.stmt).stmt) };
+    // SAFETY: as above.
+    let altered = unsafe {
+        let node = (*parsed.stmt).stmt;
+        if (*node).type_ == pg_sys::NodeTag::T_AlterTableStmt {
+            ddl_server::relation_oid((*(node as *mut pg_sys::AlterTableStmt)).relation)
+        } else {
+            None
+        }
+    };
     Ok(Checked {
         tag: parsed.tag.clone(),
         kind,
         schema,
+        altered,
     })
 }
 
@@ -189,7 +202,7 @@ pub unsafe fn create_empty(node: *mut pg_sys::Node) {
 ///
 /// # Safety
 /// `node` is a raw parse tree.
-unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
+pub unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
     if (*node).type_ != pg_sys::NodeTag::T_SelectStmt {
         return std::ptr::null_mut();
     }

@@ -1,24 +1,11 @@
 //! The subscription whose apply worker runs the replay, and its DDL configuration.
 
 use ddl_filter::{DdlKinds, RuleSet, RuleSetBuilder};
+use ddl_server::subscription_rel;
 use pgrx::pg_sys;
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use std::ffi::CStr;
-
-extern "C-unwind" {
-    // catalog/pg_subscription_rel.h; not in pgrx's bindings.
-    fn AddSubscriptionRelState(
-        subid: pg_sys::Oid,
-        relid: pg_sys::Oid,
-        state: std::ffi::c_char,
-        sublsn: pg_sys::XLogRecPtr,
-    );
-}
-
-/// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
-pub(crate) const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
 
 /// `ddl_sync.applying_subscription()`: the subscription whose apply worker runs this session,
 /// from the session's replication origin, which the apply worker names `pg_<subscription
@@ -123,8 +110,9 @@ impl Subscription {
     /// Registers a table that replayed DDL created as ready in `pg_subscription_rel`, in the
     /// same transaction: it was created empty at this exact point of the stream, so there is
     /// nothing to copy, and every later row for it must be applied (without this, rows arrive
-    /// only after a REFRESH PUBLICATION and the ones before it are lost).
-    pub fn register_ready(&self, identity: &str) {
+    /// only after a REFRESH PUBLICATION and the ones before it are lost). A table whose rows
+    /// cannot be applied here stays out; the note for the row says why.
+    pub fn register_ready(&self, identity: &str) -> Option<String> {
         let relid = Spi::get_one_with_args::<pg_sys::Oid>(
             "SELECT c.oid FROM pg_catalog.pg_class c
               WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind IN ('r', 'p')
@@ -133,19 +121,61 @@ impl Subscription {
             &[identity.into(), self.oid.into()],
         )
         .ok()
-        .flatten();
-        if let Some(relid) = relid {
-            // SAFETY: inserts a catalog row; the apply worker sees it through invalidation.
-            unsafe {
-                pg_guard_ffi_boundary(|| {
-                    AddSubscriptionRelState(
-                        self.oid,
-                        relid,
-                        READY,
-                        pg_sys::InvalidXLogRecPtr as u64,
-                    )
-                })
-            };
+        .flatten()?;
+        if let Some(columns) = uncarriable_columns(relid) {
+            return Some(not_applied_note(identity, &columns));
         }
+        subscription_rel::add_ready(self.oid, relid);
+        None
     }
+
+    /// After a replayed ALTER TABLE changed table `relid`: when the table now has a column
+    /// whose values cannot be applied here, takes it out of the subscription, and says so.
+    pub fn recheck_columns(&self, relid: pg_sys::Oid) -> Option<String> {
+        let name = Spi::get_one_with_args::<String>(
+            "SELECT r.srrelid::pg_catalog.regclass::text FROM pg_catalog.pg_subscription_rel r
+              WHERE r.srsubid = $1 AND r.srrelid = $2",
+            &[self.oid.into(), relid.into()],
+        )
+        .ok()
+        .flatten()?;
+        let columns = uncarriable_columns(relid)?;
+        subscription_rel::remove(self.oid, relid);
+        Some(not_applied_note(&name, &columns))
+    }
+}
+
+/// Types whose every value the subscriber refuses (their input and receive functions raise
+/// `cannot accept a value of type ...`): PostgreSQL's internal trees and statistics. A row of a
+/// table with such a column would stop the apply worker on every retry; the table is kept out
+/// of the subscription instead, where the apply worker skips its rows.
+const UNCARRIABLE_INPUT: &str = "'{pg_catalog.pg_node_tree_in, pg_catalog.pg_ndistinct_in,
+    pg_catalog.pg_dependencies_in, pg_catalog.pg_mcv_list_in,
+    pg_catalog.brin_bloom_summary_in, pg_catalog.brin_minmax_multi_summary_in}'::pg_catalog.regproc[]";
+
+/// The columns of `relid` of an [`UNCARRIABLE_INPUT`] type (or an array or domain of one), as
+/// `name type, ...`; `None` when there are none.
+fn uncarriable_columns(relid: pg_sys::Oid) -> Option<String> {
+    Spi::get_one_with_args::<String>(
+        &format!(
+            "SELECT pg_catalog.string_agg(pg_catalog.format('%I %s', a.attname,
+                        pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
+               FROM pg_catalog.pg_attribute a
+               JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+               LEFT JOIN pg_catalog.pg_type e ON e.typarray = t.oid
+               LEFT JOIN pg_catalog.pg_type b ON b.oid = t.typbasetype
+              WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+                AND COALESCE(e.typinput, b.typinput, t.typinput) = ANY ({UNCARRIABLE_INPUT})"
+        ),
+        &[relid.into()],
+    )
+    .ok()
+    .flatten()
+}
+
+fn not_applied_note(identity: &str, columns: &str) -> String {
+    format!(
+        "rows of {identity} are not applied on this subscriber: logical replication cannot \
+         carry the values of column(s) {columns}; the table is not in the subscription"
+    )
 }

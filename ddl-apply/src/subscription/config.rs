@@ -3,22 +3,11 @@
 //! CREATE/ALTER SUBSCRIPTION (see [`super`]).
 
 use crate::privilege::AsCatalogOwner;
-use crate::replay::subscription::READY;
 use ddl_filter::{DdlKinds, RuleSetBuilder};
+use ddl_server::subscription_rel;
 use pgrx::pg_sys;
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
-
-extern "C-unwind" {
-    // catalog/pg_subscription_rel.h; not in pgrx's bindings.
-    fn UpdateSubscriptionRelState(
-        subid: pg_sys::Oid,
-        relid: pg_sys::Oid,
-        state: std::ffi::c_char,
-        sublsn: pg_sys::XLogRecPtr,
-    );
-}
 
 /// The valid conflict policies: `error` (the worker errors and retries) and `skip`.
 pub(crate) fn conflict_policy(text: &str) -> Result<&'static str, String> {
@@ -178,7 +167,7 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
         }
     }
     drop(owner);
-    mark_events_ready(subid);
+    own_tables_in_subscription(subid);
     subid
 }
 
@@ -215,29 +204,50 @@ pub(crate) fn is_strict(subid: pg_sys::Oid) -> bool {
     stored_row(subid).is_some_and(|row| row.schema_mode == STRICT)
 }
 
-/// Marks `ddl_sync.events` ready in `pg_subscription_rel` for the subscription: the table is
-/// always empty on publishers, and a table sync of it would lose the DDL sent meanwhile (the
-/// sync worker reads its own slot). Nothing to do when it is ready already, or not (yet) in
-/// the subscription.
-pub(crate) fn mark_events_ready(subid: pg_sys::Oid) {
-    let needs_ready = Spi::get_one_with_args::<bool>(
-        "SELECT srsubstate <> 'r' FROM pg_catalog.pg_subscription_rel
-          WHERE srsubid = $1 AND srrelid = 'ddl_sync.events'::pg_catalog.regclass",
-        &[subid.into()],
-    );
-    if needs_ready != Ok(Some(true)) {
-        return;
+/// Sets ddl_sync's own tables in `pg_subscription_rel` the way DDL replication needs them:
+///
+/// * `ddl_sync.events` ready: the table is always empty on publishers, and a table sync of it
+///   would lose the DDL sent meanwhile (the sync worker reads its own slot);
+/// * every other table of schema `ddl_sync` out of the subscription. They are each node's own
+///   catalogs (its publications' configuration, its apply log, its adapters), which a
+///   publication `FOR ALL TABLES` includes: synced, they would copy the publisher's
+///   configuration over the subscriber's, and their sync workers, which never replay DDL, would
+///   stop at the first row of a table that only DDL creates. Out of the subscription, their
+///   changes are not applied here.
+///
+/// Nothing to do for a table already so, or not (yet) in the subscription.
+pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid) {
+    let mut to_ready = None;
+    let mut to_remove = Vec::new();
+    Spi::connect(|client| {
+        let rows = client
+            .select(
+                "SELECT r.srrelid, c.relname = 'events', r.srsubstate <> 'r'
+                   FROM pg_catalog.pg_subscription_rel r
+                   JOIN pg_catalog.pg_class c ON c.oid = r.srrelid
+                  WHERE r.srsubid = $1
+                    AND c.relnamespace = 'ddl_sync'::pg_catalog.regnamespace",
+                None,
+                &[subid.into()],
+            )
+            .unwrap_or_else(|e| error!("ddl_sync: cannot read pg_subscription_rel: {e}"));
+        for row in rows {
+            let relid = row.get::<pg_sys::Oid>(1).ok().flatten();
+            let is_events = row.get::<bool>(2).ok().flatten() == Some(true);
+            let not_ready = row.get::<bool>(3).ok().flatten() == Some(true);
+            match relid {
+                Some(relid) if is_events && not_ready => to_ready = Some(relid),
+                Some(relid) if !is_events => to_remove.push(relid),
+                _ => {}
+            }
+        }
+    });
+    if let Some(events) = to_ready {
+        subscription_rel::set_ready(subid, events);
     }
-    let events = Spi::get_one::<pg_sys::Oid>("SELECT 'ddl_sync.events'::pg_catalog.regclass::oid")
-        .ok()
-        .flatten()
-        .expect("ddl_sync.events exists with the extension");
-    // SAFETY: updates one catalog row of this subscription.
-    unsafe {
-        pg_guard_ffi_boundary(|| {
-            UpdateSubscriptionRelState(subid, events, READY, pg_sys::InvalidXLogRecPtr as u64)
-        })
-    };
+    for relid in to_remove {
+        subscription_rel::remove(subid, relid);
+    }
 }
 
 /// Deletes the configuration and statistics rows of subscriptions that no longer exist (after

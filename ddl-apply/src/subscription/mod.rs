@@ -216,7 +216,7 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
             let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
             let subid = config::subscription_oid(&name);
             if config::is_configured(subid) {
-                config::mark_events_ready(subid);
+                config::own_tables_in_subscription(subid);
             }
         }
         _ => {}

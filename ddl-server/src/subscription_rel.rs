@@ -1,0 +1,59 @@
+//! A subscription's relations (`pg_subscription_rel`): which tables its apply worker applies
+//! rows to. PostgreSQL's functions for them are not in pgrx's bindings; these are the only
+//! declarations of them.
+//!
+//! Why DDL replication writes there: a table that replayed DDL created is empty at that point of
+//! the stream and must be applied from the next row on (ready, no sync); a table whose rows
+//! cannot be applied here must be out of the subscription, because the apply worker skips the
+//! rows of a table that is not in it, where any other answer stops it.
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+
+extern "C-unwind" {
+    // catalog/pg_subscription_rel.h
+    fn AddSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: std::ffi::c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+    fn UpdateSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: std::ffi::c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+    fn RemoveSubscriptionRel(subid: pg_sys::Oid, relid: pg_sys::Oid);
+}
+
+/// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
+const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
+
+/// Adds `relid`, which is not in subscription `subid`, as ready.
+pub fn add_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
+    // SAFETY: inserts one catalog row in the current transaction (an ERROR, e.g. a duplicate,
+    // is PostgreSQL's); the apply worker sees it through invalidation.
+    unsafe {
+        pg_guard_ffi_boundary(|| {
+            AddSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
+        })
+    }
+}
+
+/// Marks `relid`, which is in subscription `subid`, ready.
+pub fn set_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
+    // SAFETY: updates one catalog row in the current transaction.
+    unsafe {
+        pg_guard_ffi_boundary(|| {
+            UpdateSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
+        })
+    }
+}
+
+/// Takes `relid` out of subscription `subid` (nothing when it is not in it).
+pub fn remove(subid: pg_sys::Oid, relid: pg_sys::Oid) {
+    // SAFETY: deletes catalog rows in the current transaction, as ALTER SUBSCRIPTION ...
+    // REFRESH PUBLICATION does for a table no longer published.
+    unsafe { pg_guard_ffi_boundary(|| RemoveSubscriptionRel(subid, relid)) }
+}

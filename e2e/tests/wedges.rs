@@ -1,0 +1,276 @@
+//! Statements that once stopped a subscriber for good: a table the subscriber did not get (or
+//! got differently), whose first row then failed in the apply worker on every retry. Found by
+//! PostgreSQL's regression suite (`cargo xtask regress`, FIDELITY.md); one test per class. Each
+//! ends with rows of an ordinary table arriving after the statement: the stream goes on.
+
+use ddl_e2e::{ddl_publisher, ddl_subscriber, query, wait_caught_up};
+use ddl_testkit::Cluster;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A publisher with publication `p` (FOR ALL TABLES, ddl = 'all') and table `t`; a subscriber
+/// with `sub` (ddl = 'all', skip), created through CREATE SUBSCRIPTION as a user would.
+fn pair(name: &str) -> (Cluster, Cluster) {
+    let publisher = ddl_publisher(&format!("{name}-pub"));
+    query(
+        &publisher,
+        "CREATE TABLE t (id int PRIMARY KEY);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    );
+    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
+    query(
+        &subscriber,
+        &format!(
+            "CREATE TABLE t (id int PRIMARY KEY);
+             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
+                 WITH (ddl = 'all', ddl_conflict = 'skip')",
+            publisher.connstr("postgres")
+        ),
+    );
+    (publisher, subscriber)
+}
+
+/// Inserts a row into `t` on the publisher and waits until the subscriber has it and everything
+/// before it.
+fn stream_goes_on(publisher: &Cluster, subscriber: &Cluster, id: i32) {
+    query(publisher, &format!("INSERT INTO t VALUES ({id})"));
+    wait_caught_up(publisher, subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(
+            subscriber,
+            &format!("SELECT count(*) FROM t WHERE id = {id}")
+        ),
+        "1"
+    );
+}
+
+/// `status|detail` of the subscriber's apply log rows about `identity`, in order.
+fn log_of(subscriber: &Cluster, identity: &str) -> Vec<String> {
+    query(
+        subscriber,
+        &format!(
+            "SELECT status || '|' || coalesce(detail, '') FROM ddl_sync.apply_log
+              WHERE object_identity = '{identity}' ORDER BY origin_lsn"
+        ),
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn tablespaces_only_the_publisher_has_are_left_out_and_said_so() {
+    let (publisher, subscriber) = pair("wedge-tablespace");
+    // In-place tablespaces (a directory in pg_tblspc): what PostgreSQL's own tests use.
+    for pg in [&publisher, &subscriber] {
+        query(
+            pg,
+            "SET allow_in_place_tablespaces = on; CREATE TABLESPACE both_nodes LOCATION ''",
+        );
+    }
+    query(
+        &publisher,
+        "SET allow_in_place_tablespaces = on; CREATE TABLESPACE publisher_only LOCATION ''",
+    );
+    query(
+        &publisher,
+        "CREATE TABLE placed (a int PRIMARY KEY USING INDEX TABLESPACE publisher_only)
+             TABLESPACE publisher_only;
+         INSERT INTO placed VALUES (1);
+         CREATE INDEX placed_a ON placed (a) TABLESPACE publisher_only;
+         CREATE TABLE shared (a int) TABLESPACE both_nodes;
+         ALTER TABLE shared SET TABLESPACE publisher_only;
+         ALTER TABLE ALL IN TABLESPACE publisher_only SET TABLESPACE pg_default;
+         INSERT INTO placed VALUES (2);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM placed"), "2");
+    let placed = log_of(&subscriber, "public.placed");
+    assert!(
+        placed[0].starts_with("applied|TABLESPACE publisher_only not replayed")
+            && placed[0].matches("not replayed").count() == 2,
+        "{placed:?}"
+    );
+    // A tablespace this node has too is used as named.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT t.spcname FROM pg_class c JOIN pg_tablespace t ON t.oid = c.reltablespace
+              WHERE c.relname = 'shared'"
+        ),
+        "both_nodes"
+    );
+    let shared = log_of(&subscriber, "public.shared");
+    assert!(
+        shared[0] == "applied|" && shared[1].contains("SET TABLESPACE publisher_only not replayed"),
+        "{shared:?}"
+    );
+    let all_in = query(
+        &subscriber,
+        "SELECT status || '|' || detail FROM ddl_sync.apply_log WHERE sql LIKE 'ALTER TABLE ALL IN%'",
+    );
+    assert!(
+        all_in.starts_with("applied|ALL IN TABLESPACE ... SET TABLESPACE publisher_only"),
+        "{all_in}"
+    );
+}
+
+#[test]
+fn create_table_as_travels_as_the_table_it_made() {
+    let (publisher, subscriber) = pair("wedge-ctas");
+    query(
+        &publisher,
+        "PREPARE q AS SELECT 1 AS a, 'x'::varchar(5) AS b, 'y' COLLATE \"C\" AS c, 2.5::numeric(4,1);
+         CREATE TABLE from_prepared AS EXECUTE q;
+         CREATE UNLOGGED TABLE from_select (n, m) WITH (fillfactor = 70) AS SELECT 1::bigint, now();
+         SELECT 'z'::text AS z INTO from_select_into;
+         INSERT INTO from_prepared VALUES (3, 'w', 'v', 1.5);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    let sql = query(
+        &subscriber,
+        "SELECT status || ' ' || command_tag || ': ' || sql FROM ddl_sync.apply_log
+          WHERE object_identity LIKE 'public.from_%' ORDER BY origin_lsn",
+    );
+    assert_eq!(
+        sql,
+        "applied CREATE TABLE: CREATE TABLE public.from_prepared (a integer, b character varying(5), c pg_catalog.text COLLATE \"C\", \"numeric\" numeric(4,1))\n\
+         applied CREATE TABLE: CREATE UNLOGGED TABLE public.from_select (n bigint, m timestamp with time zone) WITH (fillfactor = '70')\n\
+         applied CREATE TABLE: CREATE TABLE public.from_select_into (z pg_catalog.text)"
+    );
+    // The rows came by replication: those of the query, and the one inserted after.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(a || b || c || \"numeric\", ',' ORDER BY a) FROM from_prepared"
+        ),
+        "1xy2.5,3wv1.5"
+    );
+    let columns = "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod) || ' ' || attcollation::regcollation, ', ' ORDER BY attnum)
+                     FROM pg_attribute WHERE attrelid = 'from_prepared'::regclass AND attnum > 0";
+    assert_eq!(query(&subscriber, columns), query(&publisher, columns));
+}
+
+#[test]
+fn tables_whose_values_cannot_travel_stay_out_of_the_subscription() {
+    let (publisher, subscriber) = pair("wedge-node-tree");
+    query(
+        &publisher,
+        "CREATE TABLE parted (a int) PARTITION BY LIST (a);
+         CREATE TABLE parted_1 PARTITION OF parted FOR VALUES IN (1);
+         CREATE TABLE trees AS SELECT relname, relpartbound FROM pg_class WHERE relname = 'parted_1';
+         INSERT INTO trees SELECT relname, relpartbound FROM pg_class WHERE relname = 'parted_1';
+         CREATE TABLE later (a int);
+         ALTER TABLE later ADD COLUMN tree pg_node_tree;
+         INSERT INTO later SELECT 1, relpartbound FROM pg_class WHERE relname = 'parted_1';",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    let trees = log_of(&subscriber, "public.trees");
+    assert!(
+        trees[0].starts_with("applied|rows of public.trees are not applied on this subscriber")
+            && trees[0].contains("relpartbound pg_node_tree"),
+        "{trees:?}"
+    );
+    let later = query(
+        &subscriber,
+        "SELECT detail FROM ddl_sync.apply_log WHERE sql LIKE 'ALTER TABLE later%'",
+    );
+    assert!(
+        later.contains("rows of public.later are not applied"),
+        "{later}"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(srrelid::regclass::text, ',' ORDER BY 1) FROM pg_subscription_rel
+              WHERE srrelid::regclass::text IN ('trees', 'later', 'parted_1')"
+        ),
+        "parted_1"
+    );
+}
+
+#[test]
+fn partition_bounds_computed_on_the_publisher_travel_as_values() {
+    let (publisher, subscriber) = pair("wedge-bound");
+    query(
+        &publisher,
+        "CREATE TABLE events_by_time (at timestamptz, note text) PARTITION BY RANGE (at);
+         CREATE TABLE events_old PARTITION OF events_by_time
+             FOR VALUES FROM (MINVALUE) TO (now() - interval '1 second');
+         CREATE TABLE events_new (at timestamptz, note text);
+         ALTER TABLE events_by_time ATTACH PARTITION events_new
+             FOR VALUES FROM (now() - interval '1 second') TO (MAXVALUE);
+         CREATE TABLE by_text (k text) PARTITION BY LIST (k);
+         CREATE TABLE by_text_1 PARTITION OF by_text FOR VALUES IN ('a', 'b(');
+         INSERT INTO events_by_time VALUES (now(), 'now');",
+    );
+    // Later than the publisher's bound: the subscriber would put the row elsewhere, or nowhere,
+    // had it computed the bound itself.
+    std::thread::sleep(Duration::from_millis(1100));
+    stream_goes_on(&publisher, &subscriber, 1);
+    let bounds = "SELECT string_agg(relname || ' ' || pg_get_expr(relpartbound, oid), E'\\n' ORDER BY relname)
+                    FROM pg_class WHERE relname IN ('events_old', 'events_new', 'by_text_1')";
+    assert_eq!(query(&subscriber, bounds), query(&publisher, bounds));
+    assert_eq!(query(&subscriber, "SELECT note FROM events_new"), "now");
+    let sql = query(
+        &subscriber,
+        "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.events_old'",
+    );
+    assert!(
+        sql.starts_with("CREATE TABLE events_old PARTITION OF events_by_time\n             FOR VALUES FROM (MINVALUE) TO ('"),
+        "{sql}"
+    );
+    // Literal bounds keep the client's text.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.by_text_1'"
+        ),
+        "CREATE TABLE by_text_1 PARTITION OF by_text FOR VALUES IN ('a', 'b(')"
+    );
+}
+
+#[test]
+fn the_extensions_own_tables_are_not_synced_or_applied() {
+    let (publisher, subscriber) = pair("wedge-own-tables");
+    query(
+        &publisher,
+        "CREATE SCHEMA audit; SELECT ddl_sync.add_schema_rule('p', 'audit')",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(srrelid::regclass::text || ' ' || srsubstate::text, ',')
+               FROM pg_subscription_rel
+              WHERE srrelid::regclass::text LIKE 'ddl_sync.%'"
+        ),
+        "ddl_sync.events r"
+    );
+    // The publisher's configuration stays the publisher's.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM ddl_sync.publication_sync"
+        ),
+        "0"
+    );
+}
+
+#[test]
+fn comments_on_composite_type_columns_replay() {
+    let (publisher, subscriber) = pair("wedge-comment");
+    query(
+        &publisher,
+        "CREATE SCHEMA s;
+         SET search_path = s;
+         CREATE TYPE pair AS (f1 int, f2 int);
+         COMMENT ON COLUMN pair.f1 IS 'first';",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(&subscriber, "SELECT col_description('s.pair'::regclass, 1)"),
+        "first"
+    );
+}

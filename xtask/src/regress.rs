@@ -1,0 +1,201 @@
+//! `cargo xtask regress`: PostgreSQL's regression suite through DDL replication, into
+//! FIDELITY.md (`ddl_e2e::regress` runs it; this writes the report).
+//!
+//! ```text
+//! cargo xtask regress [--groups N] [--debug]
+//! ```
+//!
+//! The suite comes from Debian's source package of the installed server (cached in
+//! `target/regress/`); `--groups N` runs the first N groups of its `parallel_schedule` (the
+//! short version `cargo xtask test` runs is e2e's `tests/regress.rs`). The libraries are release
+//! builds unless `--debug`. The command fails when the subscriber did not follow to the end or a
+//! test's output changed for no documented reason, after writing the report.
+
+use crate::install::{install, Profile};
+use crate::report::{write_section, Machine};
+use crate::{project_root, Result};
+use ddl_e2e::regress::{self, Cause, Report};
+use std::fmt::Write;
+
+const USAGE: &str = "usage: cargo xtask regress [--groups N] [--debug]";
+const FILE: &str = "FIDELITY.md";
+const INTRO: &str = "# Fidelity\n\n\
+    What installing ddl_sync changes for users of a publisher, and how far a subscriber follows \
+    real-world DDL, measured with PostgreSQL's own regression suite. Written by `cargo xtask \
+    regress`; a short version runs with the ordinary tests (`cargo test -p ddl-e2e --test \
+    regress`).\n";
+const HEADING: &str = "## The regression suite";
+
+pub fn run(args: &[&str]) -> Result {
+    let mut groups = None;
+    let mut profile = Profile::Release;
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--groups" => {
+                groups = Some(
+                    rest.next()
+                        .and_then(|n| n.parse().ok())
+                        .ok_or(USAGE.to_string())?,
+                )
+            }
+            "--debug" => profile = Profile::Debug,
+            _ => return Err(USAGE.into()),
+        }
+    }
+    install(profile)?;
+    let cache = project_root().join("target/regress");
+    let report = regress::run(&cache, groups, &|step| println!("regress: {step}"))?;
+    let command = match groups {
+        Some(n) => format!("cargo xtask regress --groups {n}"),
+        None => "cargo xtask regress".to_string(),
+    };
+    write_section(FILE, INTRO, HEADING, &section(&report, &command))?;
+    let unexplained = report
+        .changed
+        .iter()
+        .filter(|t| t.cause == Cause::Unexplained)
+        .count();
+    match (&report.followed, unexplained) {
+        (Ok(_), 0) => Ok(()),
+        (Err(e), _) => Err(format!("regress: the subscriber stopped: {e}")),
+        (Ok(_), n) => Err(format!(
+            "regress: {n} test(s) changed for no documented reason"
+        )),
+    }
+}
+
+fn section(r: &Report, command: &str) -> String {
+    let machine = Machine::describe();
+    let mut s = format!("{HEADING}\n\n");
+    let _ =
+        writeln!(
+        s,
+        "`{command}` on {} ({}), {}: {} tests in {} of the schedule's {} groups, from Debian's \
+         `{}`.\n",
+        machine.date,
+        if cfg!(debug_assertions) { "xtask debug build" } else { "xtask release build" },
+        machine.line(),
+        r.tests,
+        r.groups.0,
+        r.groups.1,
+        r.package
+    );
+    let _ = writeln!(
+        s,
+        "Set-up: three clusters with the same settings (`max_prepared_transactions = 0`, the \
+         server default). Without our libraries: `CREATE PUBLICATION p FOR ALL TABLES`. With \
+         them: `ddl_pgoutput` preloaded, `CREATE EXTENSION ddl_sync`, `CREATE PUBLICATION p FOR \
+         ALL TABLES WITH (ddl = 'all')`, and a subscriber (`ddl_sync` preloaded) with `CREATE \
+         SUBSCRIPTION sub ... WITH (ddl = 'all', ddl_conflict = 'skip', ddl_fallback_role = \
+         'regress_ddl_fallback')`: the suite makes its roles as it goes, on the publisher only, \
+         and the fallback (an ordinary role allowed to create in `public`) runs their \
+         statements. The suite runs with \
+         `pg_regress --use-existing` against database `regression` of each publisher. The \
+         publication is on both because it changes results by itself (an UPDATE of a table \
+         without a replica identity fails); the tests that fail on both for that reason are \
+         not ours to fix.\n"
+    );
+    s.push_str("### The publisher: what users see\n\n");
+    let _ = writeln!(
+        s,
+        "| | without our libraries | with them |\n|---|---|---|\n\
+         | tests failed (pg_regress, against the stock expected output) | {} | {} |\n\
+         | suite wall-clock time | {:.0} s | {:.0} s |\n",
+        r.failed.0, r.failed.1, r.seconds.0, r.seconds.1
+    );
+    if r.changed.is_empty() {
+        s.push_str("No test's output changed.\n\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "{} test(s) print something else with our libraries:\n\n| test | changed lines | \
+             why |\n|---|---|---|",
+            r.changed.len()
+        );
+        for t in &r.changed {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} |",
+                t.name,
+                t.diff_lines,
+                t.cause.describe()
+            );
+        }
+        s.push('\n');
+        for t in r.changed.iter().filter(|t| t.cause == Cause::Unexplained) {
+            let _ = writeln!(s, "`{}`, first changed lines:\n\n```diff", t.name);
+            for line in &t.sample {
+                let _ = writeln!(s, "{line}");
+            }
+            s.push_str("```\n\n");
+        }
+    }
+    s.push_str("### The subscriber: does it follow?\n\n");
+    match &r.followed {
+        Ok(took) => {
+            let _ = writeln!(
+                s,
+                "It applied everything the publisher wrote ({:.0} s after the suite ended).\n",
+                took.as_secs_f64()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(s, "**It stopped**: `{e}`.\n");
+        }
+    }
+    let statuses: Vec<String> = r.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(s, "DDL events in the apply log: {}.\n", statuses.join(", "));
+    if !r.not_applied.is_empty() {
+        s.push_str("Not applied, by reason (names blanked):\n\n| status | events | reason | e.g. |\n|---|---|---|---|\n");
+        for g in &r.not_applied {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | `{}` |",
+                g.status,
+                g.count,
+                cell(&g.reason),
+                cell(&g.example)
+            );
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "Rows: {} of {} published tables ({:.1} %) have the same rows on both nodes.\n",
+        r.rows.equal,
+        r.rows.tables,
+        100.0 * r.rows.equal as f64 / r.rows.tables.max(1) as f64
+    );
+    if !r.rows.differing.is_empty() {
+        s.push_str(
+            "<details><summary>Tables that differ</summary>\n\n| table | difference |\n|---|---|\n",
+        );
+        for (table, why) in &r.rows.differing {
+            let _ = writeln!(s, "| {} | {} |", cell(table), cell(why));
+        }
+        s.push_str("\n</details>\n\n");
+    }
+    let _ = writeln!(
+        s,
+        "Schema (`pg_dump --schema-only`, the extension and the publication/subscription left \
+         out): {} object block(s) only on the publisher, {} only on the subscriber.\n",
+        r.schema.0.len(),
+        r.schema.1.len()
+    );
+    if !r.schema.0.is_empty() || !r.schema.1.is_empty() {
+        s.push_str("<details><summary>Objects that differ</summary>\n\n");
+        for (side, blocks) in [("publisher", &r.schema.0), ("subscriber", &r.schema.1)] {
+            for b in blocks {
+                let _ = writeln!(s, "- only on the {side}: {}", cell(b));
+            }
+        }
+        s.push_str("\n</details>\n\n");
+    }
+    s
+}
+
+/// `text` fit for a Markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('`', "'")
+}
