@@ -28,6 +28,25 @@ CREATE TRIGGER subscription_ddl_is_node_local
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.subscription_ddl ENABLE REPLICA TRIGGER subscription_ddl_is_node_local;
 
+-- Operators' decisions about the event a subscription is stuck on under ddl_conflict =
+-- 'error' (ddl_sync.resolve_event: skip it, or run another statement instead); the replay
+-- deletes the row in the apply transaction that uses it.
+CREATE TABLE ddl_sync.event_resolution (
+    subid oid NOT NULL,
+    origin_sysid int8 NOT NULL,
+    origin_lsn pg_lsn NOT NULL,
+    action text NOT NULL CHECK (action IN ('skip', 'replace')),
+    sql text CHECK ((action = 'replace') = (sql IS NOT NULL)),
+    resolved_by name NOT NULL DEFAULT current_user,
+    resolved_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (subid, origin_sysid, origin_lsn)
+);
+REVOKE ALL ON ddl_sync.event_resolution FROM PUBLIC;
+CREATE TRIGGER event_resolution_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.event_resolution
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.event_resolution ENABLE REPLICA TRIGGER event_resolution_is_node_local;
+
 CREATE FUNCTION ddl_sync.apply_event()
 RETURNS trigger
 LANGUAGE plpgsql

@@ -28,6 +28,11 @@ REVOKE ALL ON FUNCTION ddl_sync.reset_publication_stats(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.reset_publication_counters(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.reset_subscription_stats(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
+-- The events subscriptions are stuck on hold statement texts too; deciding about them is for
+-- superusers (the function checks) and whoever they grant it to.
+REVOKE ALL ON FUNCTION ddl_sync.failing_event_list() FROM PUBLIC;
+REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
 
 -- The replay runs only from the apply trigger (as the table's owner), and the "extension's own
 -- change" flag only from the extension's functions: neither is for other callers, in

@@ -170,3 +170,14 @@ SELECT s.oid AS subid, s.subname AS subscription,
 
 COMMENT ON VIEW ddl_sync.subscription_stats IS
     'Per subscription: DDL events applied, skipped, refused, failed, duplicates, replay errors, the last applied and the last error';
+
+-- The DDL event each subscription of this database is stuck on under ddl_conflict = 'error'
+-- (its last replay error since the server started), for ddl_sync.resolve_event.
+CREATE VIEW ddl_sync.failing_events AS
+SELECT s.subname AS subscription, f.origin_lsn::pg_catalog.pg_lsn AS origin_lsn,
+       f.origin_sysid, f.sql, f.error, f.failed_at, f.attempts, f.decided
+  FROM ddl_sync.failing_event_list() f
+  JOIN pg_catalog.pg_subscription s ON s.oid = f.subid;
+
+COMMENT ON VIEW ddl_sync.failing_events IS
+    'Per subscription stuck on a DDL event under ddl_conflict = error: the statement, its error and origin LSN; resolve with ddl_sync.resolve_event(subscription, retry|skip|replace [, statement])';

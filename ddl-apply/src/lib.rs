@@ -61,7 +61,8 @@ extension_sql_file!(
         "catalog",
         "capture",
         "config_view",
-        replay::stats::subscription_errors
+        replay::stats::subscription_errors,
+        replay::stats::failing_event_list
     ]
 );
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);

@@ -18,6 +18,7 @@ mod c_abi;
 mod detach;
 mod host;
 mod object;
+mod resolution;
 mod sql_adapter;
 mod statement;
 pub(crate) mod stats;
@@ -25,6 +26,7 @@ pub(crate) mod subscription;
 mod tablespace;
 
 use crate::replay::host::ServerHost;
+use crate::replay::resolution::Resolution;
 use crate::replay::statement::Checked;
 use crate::replay::subscription::{Conflict, Subscription};
 use ddl_adapter::{Adapter, Context, Outcome};
@@ -84,7 +86,8 @@ fn replay(
         search_path,
         role_name,
         database_name,
-        origin: format!("{origin_sysid} {origin_lsn}"),
+        origin_sysid,
+        origin_lsn,
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -96,6 +99,7 @@ fn replay(
 }
 
 /// The columns of an events row that replay reads.
+#[derive(Clone, Copy)]
 struct Event<'a> {
     kind: &'a str,
     dialect: &'a str,
@@ -107,8 +111,25 @@ struct Event<'a> {
     role_name: &'a str,
     /// The database the statement ran in on its origin node.
     database_name: &'a str,
-    /// `"<system identifier> <LSN>"` of the node where the statement first ran.
-    origin: String,
+    /// The system identifier of the node where the statement first ran, and its LSN there
+    /// (as PostgreSQL prints an LSN): the event's key.
+    origin_sysid: i64,
+    origin_lsn: &'a str,
+}
+
+impl Event<'_> {
+    /// `<system identifier> <LSN>`, for messages.
+    fn origin(&self) -> String {
+        format!("{} {}", self.origin_sysid, self.origin_lsn)
+    }
+
+    /// The origin as numbers; `None` for an LSN that is not `X/Y`.
+    fn origin_key(&self) -> Option<(i64, u64)> {
+        let (hi, lo) = self.origin_lsn.split_once('/')?;
+        let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
+            | u64::from(u32::from_str_radix(lo, 16).ok()?);
+        Some((self.origin_sysid, lsn))
+    }
 }
 
 fn replay_event(event: &Event<'_>) -> Verdict {
@@ -128,22 +149,61 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     };
     // The capture (when this node publishes DDL too) records the statement as forwarded, with
     // the origin it came from, so the next node of a cascade keys it the same way.
-    host::set_replay_origin(parse_origin(&event.origin));
-    let activity = activity::Activity::report(&event.origin, event.sql);
-    let verdict = check_and_run(event, &subscription, &config);
+    host::set_replay_origin(event.origin_key());
+    let activity = activity::Activity::report(&event.origin(), event.sql);
+    let decision = event
+        .origin_key()
+        .and_then(|origin| resolution::take(subscription.oid, origin, event.origin_lsn));
+    let verdict = match decision {
+        None => check_and_run(event, &subscription, &config),
+        Some(Resolution::Skip { note }) => Verdict::new("skipped", format!("skipped {note}")),
+        Some(Resolution::Replace { sql, note }) => {
+            replace(event, &sql, &note, &subscription, &config)
+        }
+    };
     drop(activity);
+    if let Some(origin) = event.origin_key() {
+        stats::passed(subscription.oid, origin);
+    }
     host::set_replay_origin(None);
     log_verdict(event, &subscription, &verdict);
     verdict
 }
 
-/// `(system identifier, LSN)` from `"<system identifier> <LSN as X/Y>"`.
-fn parse_origin(origin: &str) -> Option<(i64, u64)> {
-    let (sysid, lsn) = origin.split_once(' ')?;
-    let (hi, lo) = lsn.split_once('/')?;
-    let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
-        | u64::from(u32::from_str_radix(lo, 16).ok()?);
-    Some((sysid.parse().ok()?, lsn))
+/// Replays an operator's replacement `sql` for `event` (see [`resolution`]): the statement
+/// is checked and run as a replayed one of its own tag and kind, with the event's role and
+/// search_path.
+fn replace(
+    event: &Event<'_>,
+    sql: &str,
+    note: &str,
+    subscription: &Subscription,
+    config: &subscription::Config,
+) -> Verdict {
+    let claims = ddl_server::guc::with_search_path(event.search_path, || statement::claims(sql));
+    let (tag, kind) = match claims {
+        Ok(claims) => claims,
+        Err(why) => {
+            return Verdict::new(
+                "refused",
+                format!("the replacement \"{sql}\" {note} is refused: {why}"),
+            )
+        }
+    };
+    let replacement = Event {
+        sql,
+        command_tag: &tag,
+        kind,
+        dialect: "postgres",
+        ..*event
+    };
+    let mut verdict = check_and_run(&replacement, subscription, config);
+    let replaced = format!("replaced {note} by \"{sql}\"");
+    verdict.detail = Some(match verdict.detail.take() {
+        Some(detail) => format!("{replaced}; {detail}"),
+        None => replaced,
+    });
+    verdict
 }
 
 /// One line per replicated statement in the subscriber's log: LOG for what changed the schema
@@ -153,7 +213,10 @@ fn parse_origin(origin: &str) -> Option<(i64, u64)> {
 fn log_verdict(event: &Event<'_>, subscription: &Subscription, verdict: &Verdict) {
     let what = format!(
         "subscription \"{}\": {} {} (origin {})",
-        subscription.name, event.command_tag, event.object_identity, event.origin
+        subscription.name,
+        event.command_tag,
+        event.object_identity,
+        event.origin()
     );
     let detail = verdict.detail.as_deref().unwrap_or("");
     match verdict.status {
@@ -310,11 +373,15 @@ fn run(
         }
         outcome.and(adapter.cleanup_context(&mut ctx, &mut host))
     };
+    let failed = stats::Failed {
+        origin: event.origin_key().unwrap_or_default(),
+        sql: event.sql,
+    };
     let outcome = match conflict {
         // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
         // is lost and nothing is applied twice (the replication origin did not advance).
         // The ERROR takes the apply log row and the counters with it: kept apart.
-        Conflict::Error => stats::recording(subscription, attempt),
+        Conflict::Error => stats::recording(subscription, &failed, attempt),
         Conflict::Skip => {
             host::in_subtransaction(attempt, Outcome::is_success).unwrap_or_else(Outcome::Fatal)
         }
@@ -337,7 +404,7 @@ fn run(
         },
         Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
             let message = format!("ddl_sync: replay of \"{}\" failed: {e}", event.sql);
-            stats::record(subscription, &message);
+            stats::record(subscription, &failed, &message);
             error!("{message}")
         }
         Outcome::Retryable(e) | Outcome::Fatal(e) => Verdict {

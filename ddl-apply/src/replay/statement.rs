@@ -73,6 +73,20 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
     Ok(Parsed { stmt, tag })
 }
 
+/// The command tag and kind of `sql`, one statement that no row claims anything about (an
+/// operator's replacement for an event); an error for a statement that is never replicated.
+pub fn claims(sql: &str) -> Result<(String, &'static str), String> {
+    let parsed = parse_one(sql)?;
+    // SAFETY: a tree just parsed; the lookups only read catalogs.
+    let object_type = unsafe { object::object_type((*parsed.stmt).stmt) };
+    match classify_object(&parsed.tag, object_type.as_deref().unwrap_or("")) {
+        Classification::Replicated(kind) => Ok((parsed.tag, kind.token())),
+        Classification::NotReplicated(why) => {
+            Err(format!("{} is never replicated: {why}", parsed.tag))
+        }
+    }
+}
+
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
 /// with the event's search_path set: the kind of `ALTER TABLE x` depends on what `x` is.
 pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked, String> {

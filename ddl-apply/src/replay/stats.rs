@@ -14,6 +14,7 @@
 //! only in the server log. They are kept until the server stops or
 //! `ddl_sync.reset_subscription_stats` clears them.
 
+use crate::subscription::config::subscription_oid;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock, PgSharedMemoryInitialization};
@@ -32,6 +33,12 @@ struct Slot {
     at: i64,
     len: usize,
     message: [u8; MESSAGE],
+    /// The origin (system identifier, LSN) of the event that failed last.
+    origin: (i64, u64),
+    sql_len: usize,
+    sql: [u8; MESSAGE],
+    /// `ddl_sync.resolve_event` was called for that event since it last failed.
+    decided: bool,
 }
 
 struct Errors {
@@ -49,6 +56,10 @@ impl Default for Errors {
             at: 0,
             len: 0,
             message: [0; MESSAGE],
+            origin: (0, 0),
+            sql_len: 0,
+            sql: [0; MESSAGE],
+            decided: false,
         };
         Errors {
             slots: [free; SUBSCRIPTIONS],
@@ -108,8 +119,15 @@ fn key(subscription: pg_sys::Oid) -> u64 {
     (database() << 32) | u64::from(u32::from(subscription))
 }
 
-/// Runs `f`; an ERROR it raises is recorded for `subscription`, then raised again.
-pub fn recording<T>(subscription: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
+/// The event whose replay failed: its origin and statement.
+pub struct Failed<'a> {
+    pub origin: (i64, u64),
+    pub sql: &'a str,
+}
+
+/// Runs `f`, the replay of `event`; an ERROR it raises is recorded for `subscription`, then
+/// raised again.
+pub fn recording<T>(subscription: pg_sys::Oid, event: &Failed<'_>, f: impl FnOnce() -> T) -> T {
     PgTryBuilder::new(std::panic::AssertUnwindSafe(f))
         .catch_others(|error| {
             let message = match &error {
@@ -119,14 +137,14 @@ pub fn recording<T>(subscription: pg_sys::Oid, f: impl FnOnce() -> T) -> T {
                     e.message().to_string()
                 }
             };
-            record(subscription, &message);
+            record(subscription, event, &message);
             error.rethrow()
         })
         .execute()
 }
 
-/// Counts an error of `subscription` and keeps `message` as its last.
-pub fn record(subscription: pg_sys::Oid, message: &str) {
+/// Counts an error of `subscription` and keeps `message` and `event` as its last.
+pub fn record(subscription: pg_sys::Oid, event: &Failed<'_>, message: &str) {
     if !available() {
         return;
     }
@@ -142,15 +160,99 @@ pub fn record(subscription: pg_sys::Oid, message: &str) {
         },
     };
     let slot = &mut errors.slots[at];
-    let mut len = message.len().min(MESSAGE);
-    while !message.is_char_boundary(len) {
-        len -= 1;
-    }
     slot.key = key;
     slot.count += 1;
     slot.at = now;
-    slot.len = len;
-    slot.message[..len].copy_from_slice(&message.as_bytes()[..len]);
+    slot.len = keep(message, &mut slot.message);
+    slot.origin = event.origin;
+    slot.sql_len = keep(event.sql, &mut slot.sql);
+    slot.decided = false;
+}
+
+/// Copies as much of `text` into `buffer` as fits, cut at a character boundary; its length.
+fn keep(text: &str, buffer: &mut [u8; MESSAGE]) -> usize {
+    let mut len = text.len().min(MESSAGE);
+    while !text.is_char_boundary(len) {
+        len -= 1;
+    }
+    buffer[..len].copy_from_slice(&text.as_bytes()[..len]);
+    len
+}
+
+/// Whether `subscription` is stuck on the event with `origin` (its last failure).
+pub fn is_failing(subscription: pg_sys::Oid, origin: (i64, u64)) -> bool {
+    available() && {
+        let key = key(subscription);
+        ERRORS
+            .share()
+            .slots
+            .iter()
+            .any(|s| s.key == key && s.origin == origin)
+    }
+}
+
+/// Notes that the event `subscription` is stuck on has a decision (`ddl_sync.resolve_event`).
+pub fn decided(subscription: pg_sys::Oid) {
+    if !available() {
+        return;
+    }
+    let key = key(subscription);
+    let mut errors = ERRORS.exclusive();
+    if let Some(slot) = errors.slots.iter_mut().find(|s| s.key == key) {
+        slot.decided = true;
+    }
+}
+
+/// Forgets the error of `subscription` when it was the event with `origin`, which has now gone
+/// through (applied, or skipped or refused by decision): the subscription is no longer stuck
+/// on it.
+pub fn passed(subscription: pg_sys::Oid, origin: (i64, u64)) {
+    if !available() {
+        return;
+    }
+    let key = key(subscription);
+    let stuck_here = |s: &Slot| s.key == key && s.origin == origin;
+    if !ERRORS.share().slots.iter().any(stuck_here) {
+        return;
+    }
+    let mut errors = ERRORS.exclusive();
+    if let Some(slot) = errors.slots.iter_mut().find(|s| stuck_here(s)) {
+        slot.origin = (0, 0);
+        slot.sql_len = 0;
+        slot.decided = false;
+    }
+}
+
+/// The event a subscription is stuck on: the last one that failed under the `error` policy.
+pub struct Failing {
+    pub origin_sysid: i64,
+    /// As PostgreSQL prints an LSN (`X/Y`).
+    pub origin_lsn: String,
+    pub sql: String,
+}
+
+/// The event `subscription` last failed on, if it failed since the server started (or the
+/// last reset, or the last `resolve_event`).
+pub fn failing(subscription: pg_sys::Oid) -> Option<Failing> {
+    if !available() {
+        return None;
+    }
+    let key = key(subscription);
+    let errors = ERRORS.share();
+    let slot = errors
+        .slots
+        .iter()
+        .find(|s| s.key == key && s.origin != (0, 0))?;
+    Some(Failing {
+        origin_sysid: slot.origin.0,
+        origin_lsn: lsn_text(slot.origin.1),
+        sql: String::from_utf8_lossy(&slot.sql[..slot.sql_len]).into_owned(),
+    })
+}
+
+/// An LSN as PostgreSQL prints it.
+fn lsn_text(lsn: u64) -> String {
+    format!("{:X}/{:X}", lsn >> 32, lsn as u32)
 }
 
 /// Forgets the errors of `subscription` (every subscription of this database when `None`).
@@ -168,6 +270,9 @@ pub fn forget(subscription: Option<pg_sys::Oid>) {
             slot.key = 0;
             slot.count = 0;
             slot.len = 0;
+            slot.origin = (0, 0);
+            slot.sql_len = 0;
+            slot.decided = false;
         }
     }
 }
@@ -202,29 +307,52 @@ fn subscription_errors() -> TableIterator<
     TableIterator::new(rows)
 }
 
+/// `ddl_sync.failing_event_list()`, under the view `ddl_sync.failing_events`: per subscription
+/// of this database stuck on a DDL event (its last replay error under the `error` policy since
+/// the server started), the event and the error, for `ddl_sync.resolve_event`.
+#[pg_extern(volatile)]
+#[allow(clippy::type_complexity)] // pgrx's form of a set-returning function: one name per column
+fn failing_event_list() -> TableIterator<
+    'static,
+    (
+        name!(subid, pg_sys::Oid),
+        name!(origin_sysid, i64),
+        name!(origin_lsn, String),
+        name!(sql, String),
+        name!(error, String),
+        name!(failed_at, Option<TimestampWithTimeZone>),
+        name!(attempts, i64),
+        name!(decided, bool),
+    ),
+> {
+    let mut rows = Vec::new();
+    if available() {
+        let errors = ERRORS.share();
+        for slot in errors.slots.iter() {
+            if slot.key == 0 || slot.key >> 32 != database() || slot.origin == (0, 0) {
+                continue;
+            }
+            rows.push((
+                pg_sys::Oid::from(slot.key as u32),
+                slot.origin.0,
+                lsn_text(slot.origin.1),
+                String::from_utf8_lossy(&slot.sql[..slot.sql_len]).into_owned(),
+                String::from_utf8_lossy(&slot.message[..slot.len]).into_owned(),
+                TimestampWithTimeZone::try_from(slot.at).ok(),
+                slot.count as i64,
+                slot.decided,
+            ));
+        }
+    }
+    TableIterator::new(rows)
+}
+
 /// `ddl_sync.reset_subscription_stats(subscription)`: sets the counters of `subscription` (of
 /// every subscription of this database when NULL) to zero and forgets its replay errors; the
 /// rows of subscriptions that no longer exist go.
 #[pg_extern(volatile)]
 fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
-    let subid = subscription.map(|name| {
-        Spi::get_one_with_args::<pg_sys::Oid>(
-            "SELECT s.oid FROM pg_catalog.pg_subscription s
-              WHERE s.subname = $1
-                AND s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d
-                                  WHERE d.datname = pg_catalog.current_database())",
-            &[name.into()],
-        )
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                format!("subscription \"{name}\" does not exist")
-            );
-        })
-    });
+    let subid = subscription.map(subscription_oid);
     Spi::run_with_args(
         "UPDATE ddl_sync.subscription_counters
             SET applied = 0, skipped = 0, refused = 0, failed = 0, duplicates = 0,

@@ -25,7 +25,7 @@
 //! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
-mod config;
+pub(crate) mod config;
 mod guard;
 mod options;
 mod publisher;

@@ -1,0 +1,174 @@
+//! A subscription stuck on a DDL event under `ddl_conflict = 'error'`: `ddl_sync.failing_events`
+//! shows the event (statement, error, origin LSN) and `ddl_sync.resolve_event` settles it in one
+//! step (retry, skip, or replace it), after which the stream goes on.
+
+use ddl_e2e::{ddl_publisher, ddl_subscriber, query, wait_caught_up, wait_for};
+use ddl_testkit::Cluster;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn pair(name: &str) -> (Cluster, Cluster) {
+    let publisher = ddl_publisher(&format!("{name}-pub"));
+    query(
+        &publisher,
+        "CREATE TABLE t (id int PRIMARY KEY);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    );
+    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
+    query(
+        &subscriber,
+        &format!(
+            "CREATE TABLE t (id int PRIMARY KEY);
+             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
+                 WITH (ddl = 'all', ddl_conflict = 'error')",
+            publisher.connstr("postgres")
+        ),
+    );
+    (publisher, subscriber)
+}
+
+/// Waits until the subscription is stuck on an event; returns `sql|error|origin_lsn|attempts`.
+fn stuck(subscriber: &Cluster) -> String {
+    wait_for("a failing event", TIMEOUT, || {
+        let row = query(
+            subscriber,
+            "SELECT sql || '|' || error || '|' || origin_lsn || '|' || attempts
+               FROM ddl_sync.failing_events WHERE subscription = 'sub'",
+        );
+        if row.is_empty() {
+            Err(subscriber.log_tail(10))
+        } else {
+            Ok(row)
+        }
+    })
+}
+
+/// `status|detail` of the apply log row of the statement `sql`.
+fn outcome(subscriber: &Cluster, sql: &str) -> String {
+    query(
+        subscriber,
+        &format!(
+            "SELECT status || '|' || coalesce(detail, '') FROM ddl_sync.apply_log WHERE sql = '{sql}'"
+        ),
+    )
+}
+
+#[test]
+fn a_stuck_event_is_shown_and_can_be_skipped_replaced_or_retried() {
+    let (publisher, subscriber) = pair("resolve");
+
+    // Skip: the subscriber already has the table the publisher creates.
+    query(&subscriber, "CREATE TABLE clash (id int)");
+    query(
+        &publisher,
+        "CREATE TABLE clash (id int PRIMARY KEY); INSERT INTO t VALUES (1);",
+    );
+    let event = stuck(&subscriber);
+    let fields: Vec<&str> = event.split('|').collect();
+    assert_eq!(
+        fields[0], "CREATE TABLE clash (id int PRIMARY KEY)",
+        "{event}"
+    );
+    assert!(
+        fields[1].contains("relation \"clash\" already exists"),
+        "{event}"
+    );
+    assert!(fields[2].contains('/'), "{event}");
+    // The guard: another event's LSN is an error, and nothing is decided.
+    let wrong = subscriber.psql(
+        "postgres",
+        "SELECT ddl_sync.resolve_event('sub', 'skip', origin_lsn => '0/1')",
+    );
+    assert!(
+        wrong.as_ref().is_err_and(|e| e
+            .to_string()
+            .contains("is stuck on the event at origin LSN")),
+        "{wrong:?}"
+    );
+    // Only superusers decide.
+    query(&subscriber, "CREATE ROLE clerk LOGIN");
+    let denied = subscriber.psql(
+        "postgres",
+        "SET ROLE clerk; SELECT ddl_sync.resolve_event('sub', 'skip')",
+    );
+    assert!(
+        denied
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("permission denied")),
+        "{denied:?}"
+    );
+    let said = query(&subscriber, "SELECT ddl_sync.resolve_event('sub', 'skip')");
+    assert!(said.contains("will be skipped on the next retry"), "{said}");
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM t"), "1");
+    let skipped = outcome(&subscriber, "CREATE TABLE clash (id int PRIMARY KEY)");
+    assert!(
+        skipped.starts_with("skipped|skipped by postgres at "),
+        "{skipped}"
+    );
+
+    // Replace: the index name is taken here; the operator runs another statement instead.
+    query(&subscriber, "CREATE INDEX taken ON t (id)");
+    query(
+        &publisher,
+        "CREATE INDEX taken ON t (id); INSERT INTO t VALUES (2);",
+    );
+    stuck(&subscriber);
+    // A replacement that is not one statement is refused at once.
+    let bad = subscriber.psql(
+        "postgres",
+        "SELECT ddl_sync.resolve_event('sub', 'replace', 'CREATE INDEX a ON t (id); DROP TABLE t')",
+    );
+    assert!(
+        bad.as_ref()
+            .is_err_and(|e| e.to_string().contains("holds 2 statements")),
+        "{bad:?}"
+    );
+    query(
+        &subscriber,
+        "SELECT ddl_sync.resolve_event('sub', 'replace', 'CREATE INDEX taken_too ON t (id)')",
+    );
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM t"), "2");
+    assert_eq!(
+        query(&subscriber, "SELECT to_regclass('taken_too') IS NOT NULL"),
+        "t"
+    );
+    let replaced = outcome(&subscriber, "CREATE INDEX taken ON t (id)");
+    assert!(
+        replaced.starts_with("applied|replaced by postgres at ")
+            && replaced.contains("by \"CREATE INDEX taken_too ON t (id)\""),
+        "{replaced}"
+    );
+
+    // Retry: the operator removes the cause; the event is replayed as it was.
+    query(&subscriber, "CREATE TABLE later (id int)");
+    query(
+        &publisher,
+        "CREATE TABLE later (id int); INSERT INTO t VALUES (3);",
+    );
+    stuck(&subscriber);
+    // In one transaction: the worker's next retry sees the fix and the decision together.
+    query(
+        &subscriber,
+        "BEGIN; DROP TABLE later; SELECT ddl_sync.resolve_event('sub', 'retry'); COMMIT;",
+    );
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM t"), "3");
+    assert_eq!(
+        outcome(&subscriber, "CREATE TABLE later (id int)"),
+        "applied|"
+    );
+    assert_eq!(
+        query(&subscriber, "SELECT count(*) FROM ddl_sync.failing_events"),
+        "0"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM ddl_sync.event_resolution"
+        ),
+        "0"
+    );
+}
