@@ -14,7 +14,7 @@ pub mod regress;
 mod replication;
 
 pub use replication::{
-    ddl_subscriber, deliver_events, query, subscribe, subscribe_in, wait_caught_up,
+    ddl_subscriber, deliver_events, query, subscribe, subscribe_in, subscribed_pair, wait_caught_up,
 };
 
 use ddl_testkit::{Cluster, ClusterBuilder};

@@ -125,3 +125,27 @@ pub fn deliver_events(subscriber: &Cluster, name: &str, events: &[(&str, &str, &
     query(subscriber, &sql);
     query(subscriber, &format!("ALTER SUBSCRIPTION {name} ENABLE"));
 }
+
+/// A publisher with table `t` and publication `p` (FOR ALL TABLES, ddl = 'all'), and a
+/// subscriber (`ddl_sync` preloaded) with table `t` and subscription `sub` to it, created as a
+/// user would, through `CREATE SUBSCRIPTION ... WITH (ddl = 'all', ddl_conflict =
+/// conflict)` (which also makes its `ddl_pgoutput` slot).
+pub fn subscribed_pair(name: &str, conflict: &str) -> (Cluster, Cluster) {
+    let publisher = crate::ddl_publisher(&format!("{name}-pub"));
+    query(
+        &publisher,
+        "CREATE TABLE t (id int PRIMARY KEY);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    );
+    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
+    query(
+        &subscriber,
+        &format!(
+            "CREATE TABLE t (id int PRIMARY KEY);
+             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
+                 WITH (ddl = 'all', ddl_conflict = '{conflict}')",
+            publisher.connstr("postgres")
+        ),
+    );
+    (publisher, subscriber)
+}

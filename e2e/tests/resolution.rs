@@ -2,31 +2,11 @@
 //! shows the event (statement, error, origin LSN) and `ddl_sync.resolve_event` settles it in one
 //! step (retry, skip, or replace it), after which the stream goes on.
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, query, wait_caught_up, wait_for};
+use ddl_e2e::{query, subscribed_pair, wait_caught_up, wait_for};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-fn pair(name: &str) -> (Cluster, Cluster) {
-    let publisher = ddl_publisher(&format!("{name}-pub"));
-    query(
-        &publisher,
-        "CREATE TABLE t (id int PRIMARY KEY);
-         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
-    );
-    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
-    query(
-        &subscriber,
-        &format!(
-            "CREATE TABLE t (id int PRIMARY KEY);
-             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', ddl_conflict = 'error')",
-            publisher.connstr("postgres")
-        ),
-    );
-    (publisher, subscriber)
-}
 
 /// Waits until the subscription is stuck on an event; returns `sql|error|origin_lsn|attempts`.
 fn stuck(subscriber: &Cluster) -> String {
@@ -56,7 +36,7 @@ fn outcome(subscriber: &Cluster, sql: &str) -> String {
 
 #[test]
 fn a_stuck_event_is_shown_and_can_be_skipped_replaced_or_retried() {
-    let (publisher, subscriber) = pair("resolve");
+    let (publisher, subscriber) = subscribed_pair("resolve", "error");
 
     // Skip: the subscriber already has the table the publisher creates.
     query(&subscriber, "CREATE TABLE clash (id int)");

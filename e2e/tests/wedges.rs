@@ -3,33 +3,11 @@
 //! PostgreSQL's regression suite (`cargo xtask regress`, FIDELITY.md); one test per class. Each
 //! ends with rows of an ordinary table arriving after the statement: the stream goes on.
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, query, wait_caught_up};
+use ddl_e2e::{query, subscribed_pair, wait_caught_up};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A publisher with publication `p` (FOR ALL TABLES, ddl = 'all') and table `t`; a subscriber
-/// with `sub` (ddl = 'all', skip), created through CREATE SUBSCRIPTION as a user would.
-fn pair(name: &str) -> (Cluster, Cluster) {
-    let publisher = ddl_publisher(&format!("{name}-pub"));
-    query(
-        &publisher,
-        "CREATE TABLE t (id int PRIMARY KEY);
-         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
-    );
-    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
-    query(
-        &subscriber,
-        &format!(
-            "CREATE TABLE t (id int PRIMARY KEY);
-             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', ddl_conflict = 'skip')",
-            publisher.connstr("postgres")
-        ),
-    );
-    (publisher, subscriber)
-}
 
 /// Inserts a row into `t` on the publisher and waits until the subscriber has it and everything
 /// before it.
@@ -61,7 +39,7 @@ fn log_of(subscriber: &Cluster, identity: &str) -> Vec<String> {
 
 #[test]
 fn tablespaces_only_the_publisher_has_are_left_out_and_said_so() {
-    let (publisher, subscriber) = pair("wedge-tablespace");
+    let (publisher, subscriber) = subscribed_pair("wedge-tablespace", "skip");
     // In-place tablespaces (a directory in pg_tblspc): what PostgreSQL's own tests use.
     for pg in [&publisher, &subscriber] {
         query(
@@ -118,7 +96,7 @@ fn tablespaces_only_the_publisher_has_are_left_out_and_said_so() {
 
 #[test]
 fn create_table_as_travels_as_the_table_it_made() {
-    let (publisher, subscriber) = pair("wedge-ctas");
+    let (publisher, subscriber) = subscribed_pair("wedge-ctas", "skip");
     query(
         &publisher,
         "PREPARE q AS SELECT 1 AS a, 'x'::varchar(5) AS b, 'y' COLLATE \"C\" AS c, 2.5::numeric(4,1);
@@ -154,7 +132,7 @@ fn create_table_as_travels_as_the_table_it_made() {
 
 #[test]
 fn tables_whose_values_cannot_travel_stay_out_of_the_subscription() {
-    let (publisher, subscriber) = pair("wedge-node-tree");
+    let (publisher, subscriber) = subscribed_pair("wedge-node-tree", "skip");
     query(
         &publisher,
         "CREATE TABLE parted (a int) PARTITION BY LIST (a);
@@ -192,7 +170,7 @@ fn tables_whose_values_cannot_travel_stay_out_of_the_subscription() {
 
 #[test]
 fn partition_bounds_computed_on_the_publisher_travel_as_values() {
-    let (publisher, subscriber) = pair("wedge-bound");
+    let (publisher, subscriber) = subscribed_pair("wedge-bound", "skip");
     query(
         &publisher,
         "CREATE TABLE events_by_time (at timestamptz, note text) PARTITION BY RANGE (at);
@@ -233,7 +211,7 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
 
 #[test]
 fn the_extensions_own_tables_are_not_synced_or_applied() {
-    let (publisher, subscriber) = pair("wedge-own-tables");
+    let (publisher, subscriber) = subscribed_pair("wedge-own-tables", "skip");
     query(
         &publisher,
         "CREATE SCHEMA audit; SELECT ddl_sync.add_schema_rule('p', 'audit')",
@@ -260,7 +238,7 @@ fn the_extensions_own_tables_are_not_synced_or_applied() {
 
 #[test]
 fn comments_on_composite_type_columns_replay() {
-    let (publisher, subscriber) = pair("wedge-comment");
+    let (publisher, subscriber) = subscribed_pair("wedge-comment", "skip");
     query(
         &publisher,
         "CREATE SCHEMA s;

@@ -14,7 +14,7 @@
 use crate::install::{install, Profile};
 use crate::report::{write_section, Machine};
 use crate::{project_root, Result};
-use ddl_e2e::regress::{self, Cause, Report};
+use ddl_e2e::regress::{self, Cause, Follower, Report};
 use std::fmt::Write;
 
 const USAGE: &str = "usage: cargo xtask regress [--groups N] [--debug]";
@@ -56,10 +56,15 @@ pub fn run(args: &[&str]) -> Result {
         .iter()
         .filter(|t| t.cause == Cause::Unexplained)
         .count();
-    match (&report.followed, unexplained) {
-        (Ok(_), 0) => Ok(()),
-        (Err(e), _) => Err(format!("regress: the subscriber stopped: {e}")),
-        (Ok(_), n) => Err(format!(
+    if let Some(f) = report.followers.iter().find(|f| f.followed.is_err()) {
+        return Err(format!(
+            "regress: the subscriber with ddl_conflict = '{}' stopped (see {FILE})",
+            f.conflict
+        ));
+    }
+    match unexplained {
+        0 => Ok(()),
+        n => Err(format!(
             "regress: {n} test(s) changed for no documented reason"
         )),
     }
@@ -83,14 +88,17 @@ fn section(r: &Report, command: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "Set-up: three clusters with the same settings (`max_prepared_transactions = 0`, the \
+        "Set-up: four clusters with the same settings (`max_prepared_transactions = 0`, the \
          server default). Without our libraries: `CREATE PUBLICATION p FOR ALL TABLES`. With \
          them: `ddl_pgoutput` preloaded, `CREATE EXTENSION ddl_sync`, `CREATE PUBLICATION p FOR \
-         ALL TABLES WITH (ddl = 'all')`, and a subscriber (`ddl_sync` preloaded) with `CREATE \
-         SUBSCRIPTION sub ... WITH (ddl = 'all', ddl_conflict = 'skip', ddl_fallback_role = \
-         'regress_ddl_fallback')`: the suite makes its roles as it goes, on the publisher only, \
-         and the fallback (an ordinary role allowed to create in `public`) runs their \
-         statements. The suite runs with \
+         ALL TABLES WITH (ddl = 'all')`, and two subscribers (`ddl_sync` preloaded) with \
+         `CREATE SUBSCRIPTION ... WITH (ddl = 'all', ddl_conflict = 'skip' | 'error', \
+         ddl_fallback_role = 'regress_ddl_fallback')`: the suite makes its roles as it goes, on \
+         the publisher only, and the fallback (an ordinary role that owns the subscriber's \
+         database) runs their statements. Where a subscriber stops, the run acts as an operator would and \
+         lists each step: `ddl_sync.resolve_event(..., 'skip')` for a DDL event that failed \
+         twice under `error`, `ALTER SUBSCRIPTION ... SKIP (lsn = ...)` for a transaction whose \
+         rows failed twice. The suite runs with \
          `pg_regress --use-existing` against database `regression` of each publisher. The \
          publication is on both because it changes results by itself (an UPDATE of a table \
          without a replica identity fails); the tests that fail on both for that reason are \
@@ -131,8 +139,20 @@ fn section(r: &Report, command: &str) -> String {
             s.push_str("```\n\n");
         }
     }
-    s.push_str("### The subscriber: does it follow?\n\n");
-    match &r.followed {
+    for f in &r.followers {
+        follower(&mut s, f);
+    }
+    s
+}
+
+/// The section of one subscriber.
+fn follower(s: &mut String, f: &Follower) {
+    let _ = writeln!(
+        s,
+        "### The subscriber with `ddl_conflict = '{}'`: does it follow?\n",
+        f.conflict
+    );
+    match &f.followed {
         Ok(took) => {
             let _ = writeln!(
                 s,
@@ -141,14 +161,30 @@ fn section(r: &Report, command: &str) -> String {
             );
         }
         Err(e) => {
-            let _ = writeln!(s, "**It stopped**: `{e}`.\n");
+            let _ = writeln!(s, "**It stopped**: `{}`.\n", cell(e));
         }
     }
-    let statuses: Vec<String> = r.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if f.interventions.is_empty() {
+        s.push_str("No operator step was needed.\n\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "The operator's steps on the way ({}):\n\n| step | LSN | the error it answered |\n|---|---|---|",
+            f.interventions.len()
+        );
+        for i in &f.interventions {
+            let _ = writeln!(s, "| {} | {} | {} |", i.action, i.lsn, cell(&i.error));
+        }
+        s.push('\n');
+    }
+    let statuses: Vec<String> = f.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(s, "DDL events in the apply log: {}.\n", statuses.join(", "));
-    if !r.not_applied.is_empty() {
-        s.push_str("Not applied, by reason (names blanked):\n\n| status | events | reason | e.g. |\n|---|---|---|---|\n");
-        for g in &r.not_applied {
+    if !f.not_applied.is_empty() {
+        s.push_str(
+            "<details><summary>Events not applied, by reason (names blanked)</summary>\n\n\
+             | status | events | reason | e.g. |\n|---|---|---|---|\n",
+        );
+        for g in &f.not_applied {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | `{}` |",
@@ -158,20 +194,20 @@ fn section(r: &Report, command: &str) -> String {
                 cell(&g.example)
             );
         }
-        s.push('\n');
+        s.push_str("\n</details>\n\n");
     }
     let _ = writeln!(
         s,
         "Rows: {} of {} published tables ({:.1} %) have the same rows on both nodes.\n",
-        r.rows.equal,
-        r.rows.tables,
-        100.0 * r.rows.equal as f64 / r.rows.tables.max(1) as f64
+        f.rows.equal,
+        f.rows.tables,
+        100.0 * f.rows.equal as f64 / f.rows.tables.max(1) as f64
     );
-    if !r.rows.differing.is_empty() {
+    if !f.rows.differing.is_empty() {
         s.push_str(
             "<details><summary>Tables that differ</summary>\n\n| table | difference |\n|---|---|\n",
         );
-        for (table, why) in &r.rows.differing {
+        for (table, why) in &f.rows.differing {
             let _ = writeln!(s, "| {} | {} |", cell(table), cell(why));
         }
         s.push_str("\n</details>\n\n");
@@ -180,22 +216,25 @@ fn section(r: &Report, command: &str) -> String {
         s,
         "Schema (`pg_dump --schema-only`, the extension and the publication/subscription left \
          out): {} object block(s) only on the publisher, {} only on the subscriber.\n",
-        r.schema.0.len(),
-        r.schema.1.len()
+        f.schema.0.len(),
+        f.schema.1.len()
     );
-    if !r.schema.0.is_empty() || !r.schema.1.is_empty() {
+    if !f.schema.0.is_empty() || !f.schema.1.is_empty() {
         s.push_str("<details><summary>Objects that differ</summary>\n\n");
-        for (side, blocks) in [("publisher", &r.schema.0), ("subscriber", &r.schema.1)] {
+        for (side, blocks) in [("publisher", &f.schema.0), ("subscriber", &f.schema.1)] {
             for b in blocks {
                 let _ = writeln!(s, "- only on the {side}: {}", cell(b));
             }
         }
         s.push_str("\n</details>\n\n");
     }
-    s
 }
 
 /// `text` fit for a Markdown table cell.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace('`', "'")
+    text.replace('|', "\\|")
+        .replace('`', "'")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -173,8 +173,8 @@ pub(crate) fn events(subscriber: &Cluster) -> Result<(StatusCounts, Vec<EventGro
     Ok((by_status, groups))
 }
 
-/// `detail` with every double-quoted name replaced by `"…"`, so that the same reason about
-/// different objects groups together.
+/// `detail` with every double-quoted name replaced by `"…"` and every number by `#`, so that
+/// the same reason about different objects (or at different times) groups together.
 fn blank_names(detail: &str) -> String {
     let mut out = String::new();
     let mut quoted = false;
@@ -185,7 +185,14 @@ fn blank_names(detail: &str) -> String {
             }
             quoted = !quoted;
         }
-        if !quoted {
+        if quoted {
+            continue;
+        }
+        if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
             out.push(c);
         }
     }

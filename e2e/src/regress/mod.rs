@@ -6,9 +6,10 @@
 //! - `plain`: no library of ours, `CREATE PUBLICATION p FOR ALL TABLES`;
 //! - `publisher`: `ddl_pgoutput` preloaded, the `ddl_sync` extension, `CREATE PUBLICATION p FOR
 //!   ALL TABLES WITH (ddl = 'all')`;
-//! - `subscriber`: `ddl_sync` preloaded, `CREATE SUBSCRIPTION ... WITH (ddl = 'all',
-//!   ddl_conflict = 'skip', ddl_fallback_role = ...)` to the publisher (the suite's roles
-//!   exist only where it runs: see [`FALLBACK_ROLE`]).
+//! - two subscribers: `ddl_sync` preloaded, `CREATE SUBSCRIPTION ... WITH (ddl = 'all',
+//!   ddl_conflict = 'skip' | 'error', ddl_fallback_role = ...)` to the publisher (the suite's
+//!   roles exist only where it runs: see [`FALLBACK_ROLE`]); an operator settles what stops
+//!   them ([`follow`]).
 //!
 //! The publication is on both servers because it changes the suite's results by itself (an
 //! UPDATE of a table without a replica identity fails where a publication publishes updates):
@@ -17,18 +18,21 @@
 //! transactions allowed, the publication's refusals leave one prepared and the suite waits on
 //! its lock forever.
 //!
-//! [`run`] gives a [`Report`]: publisher tests whose output changed (each with its cause),
-//! whether the subscriber followed to the end, events by status, the schema difference
-//! (`pg_dump --schema-only`) and the tables whose rows are equal on both nodes.
+//! [`run`] gives a [`Report`]: publisher tests whose output changed (each with its cause), and
+//! per subscriber whether it followed to the end (and what the operator did), events by
+//! status, the schema difference (`pg_dump --schema-only`) and the tables whose rows are equal
+//! on both nodes.
 
 mod compare;
+mod follow;
 mod suite;
 
 pub use compare::{Cause, ChangedTest, EventGroup, RowCheck};
+pub use follow::Intervention;
 pub use suite::Suite;
 
 use crate::compare::schema_in;
-use crate::{psql_script, query};
+use crate::psql_script;
 use ddl_testkit::{Cluster, ClusterBuilder, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,7 +42,9 @@ use std::time::{Duration, Instant};
 pub const DATABASE: &str = "regression";
 
 /// The subscription's `ddl_fallback_role`: the suite creates (and drops) its own roles as it
-/// goes, which exist on the publisher only. An ordinary role, allowed to create in `public`.
+/// goes, which exist on the publisher only. An ordinary role that owns the subscriber's
+/// database (so it may create schemas, and objects in `public`), as an application's owner
+/// role would; a GRANT to it would show in `pg_dump`.
 pub const FALLBACK_ROLE: &str = "regress_ddl_fallback";
 
 /// What one run found.
@@ -53,8 +59,21 @@ pub struct Report {
     pub failed: (usize, usize),
     /// Tests whose output with our libraries differs from the output without them.
     pub changed: Vec<ChangedTest>,
-    /// `Ok` when the subscriber applied everything the publisher wrote; else where it stopped.
+    /// Wall-clock seconds of the suite without and with our libraries.
+    pub seconds: (f64, f64),
+    /// The subscribers: `ddl_conflict = 'skip'`, then `'error'`.
+    pub followers: Vec<Follower>,
+}
+
+/// How one subscriber followed.
+pub struct Follower {
+    /// Its `ddl_conflict`.
+    pub conflict: &'static str,
+    /// `Ok` when it applied everything the publisher wrote (how long after the suite ended);
+    /// else where it stopped.
     pub followed: Result<Duration, String>,
+    /// What the operator did on the way.
+    pub interventions: Vec<Intervention>,
     /// Apply log rows by status.
     pub events: Vec<(String, usize)>,
     /// Events not applied, grouped by status and reason.
@@ -64,19 +83,23 @@ pub struct Report {
     pub schema: (Vec<String>, Vec<String>),
     /// Every published table's rows, compared.
     pub rows: RowCheck,
-    /// Wall-clock seconds of the suite without and with our libraries.
-    pub seconds: (f64, f64),
 }
+
+/// The subscribers' conflict policies, in the order of [`Report::followers`].
+const CONFLICTS: [&str; 2] = ["skip", "error"];
 
 /// Runs the first `groups` groups of the schedule (all when `None`) on fresh clusters; the suite
 /// is cached under `cache`. `progress` hears what is happening.
 pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Result<Report, String> {
     let plain = cluster("regress-plain", &[])?;
     let publisher = cluster("regress-pub", &["ddl_pgoutput"])?;
-    let subscriber = cluster("regress-sub", &["ddl_sync"])?;
+    let subscribers: Vec<Cluster> = CONFLICTS
+        .iter()
+        .map(|c| cluster(&format!("regress-sub-{c}"), &["ddl_sync"]))
+        .collect::<Result<_, _>>()?;
     progress("preparing the suite");
     let suite = Suite::prepare(&plain.bin("pg_config").display().to_string(), cache)?;
-    for pg in [&plain, &publisher, &subscriber] {
+    for pg in [&plain, &publisher].into_iter().chain(&subscribers) {
         create_database(pg)?;
     }
     sql(&plain, "CREATE PUBLICATION p FOR ALL TABLES")?;
@@ -84,17 +107,20 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
         &publisher,
         "CREATE EXTENSION ddl_sync; CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
     )?;
-    sql(
-        &subscriber,
-        &format!(
-            "CREATE EXTENSION ddl_sync;
-             CREATE ROLE {FALLBACK_ROLE} NOLOGIN;
-             GRANT CREATE ON SCHEMA public TO {FALLBACK_ROLE};
-             CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', ddl_conflict = 'skip', ddl_fallback_role = '{FALLBACK_ROLE}')",
-            publisher.connstr(DATABASE)
-        ),
-    )?;
+    for (subscriber, conflict) in subscribers.iter().zip(CONFLICTS) {
+        sql(
+            subscriber,
+            &format!(
+                "CREATE EXTENSION ddl_sync;
+                 CREATE ROLE {FALLBACK_ROLE} NOLOGIN;
+                 ALTER DATABASE {DATABASE} OWNER TO {FALLBACK_ROLE};
+                 CREATE SUBSCRIPTION sub_{conflict} CONNECTION '{}' PUBLICATION p
+                     WITH (ddl = 'all', ddl_conflict = '{conflict}',
+                           ddl_fallback_role = '{FALLBACK_ROLE}')",
+                publisher.connstr(DATABASE)
+            ),
+        )?;
+    }
 
     let schedule = suite.schedule()?;
     let total = schedule.len();
@@ -122,35 +148,45 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
     let tests: Vec<&str> = chosen.iter().flatten().map(String::as_str).collect();
     let changed = compare::changed_tests(&tests, &plain_run, &ours_run);
 
-    progress("waiting for the subscriber");
-    let followed = follow(&publisher, &subscriber, Duration::from_secs(600));
-    progress("comparing the nodes");
-    let (events, not_applied) = compare::events(&subscriber)?;
-    let (pub_schema, sub_schema) = (
-        schema_in(&publisher, DATABASE),
-        schema_in(&subscriber, DATABASE),
-    );
-    let only = |a: &[String], b: &[String]| -> Vec<String> {
-        a.iter()
-            .filter(|block| !b.contains(block))
-            .map(|block| compare::block_header(block))
-            .collect()
-    };
+    let publisher_schema = schema_in(&publisher, DATABASE);
+    let mut followers = Vec::new();
+    for (subscriber, conflict) in subscribers.iter().zip(CONFLICTS) {
+        progress(&format!("following with ddl_conflict = '{conflict}'"));
+        let (followed, interventions) = follow::follow(
+            &publisher,
+            subscriber,
+            &format!("sub_{conflict}"),
+            Duration::from_secs(3600),
+        );
+        let (events, not_applied) = compare::events(subscriber)?;
+        let subscriber_schema = schema_in(subscriber, DATABASE);
+        let only = |a: &[String], b: &[String]| -> Vec<String> {
+            a.iter()
+                .filter(|block| !b.contains(block))
+                .map(|block| compare::block_header(block))
+                .collect()
+        };
+        followers.push(Follower {
+            conflict,
+            followed,
+            interventions,
+            events,
+            not_applied,
+            schema: (
+                only(&publisher_schema, &subscriber_schema),
+                only(&subscriber_schema, &publisher_schema),
+            ),
+            rows: compare::rows(&publisher, subscriber)?,
+        });
+    }
     Ok(Report {
         package: suite.package.clone(),
         groups: (chosen.len(), total),
         tests: tests.len(),
         failed: (plain_run.failed, ours_run.failed),
         changed,
-        followed,
-        events,
-        not_applied,
-        schema: (
-            only(&pub_schema, &sub_schema),
-            only(&sub_schema, &pub_schema),
-        ),
-        rows: compare::rows(&publisher, &subscriber)?,
         seconds: (plain_run.seconds, ours_run.seconds),
+        followers,
     })
 }
 
@@ -250,44 +286,6 @@ fn pg_regress(
         failed,
         seconds,
     })
-}
-
-/// Waits until the subscriber has applied what the publisher has written, or until it is
-/// stuck: the same ERROR repeated while nothing moves, or `timeout`.
-fn follow(
-    publisher: &Cluster,
-    subscriber: &Cluster,
-    timeout: Duration,
-) -> Result<Duration, String> {
-    let target = query(publisher, "SELECT pg_current_wal_lsn()");
-    let check = format!(
-        "SELECT coalesce(replay_lsn >= '{target}', false)::text || ' ' || coalesce(replay_lsn::text, '-')
-           FROM pg_stat_replication WHERE application_name = 'sub'"
-    );
-    let started = Instant::now();
-    let mut last = (String::new(), Instant::now());
-    loop {
-        let answer = publisher.psql("postgres", &check).unwrap_or_default();
-        if answer.starts_with("true") {
-            return Ok(started.elapsed());
-        }
-        // The walsender's row comes and goes while an apply worker restarts: progress is a
-        // new replay LSN, not a new answer.
-        let lsn = answer.split_whitespace().nth(1).unwrap_or("");
-        if !lsn.is_empty() && lsn != last.0 {
-            last = (lsn.to_string(), Instant::now());
-        }
-        let stalled = last.1.elapsed() > Duration::from_secs(60);
-        if stalled || started.elapsed() > timeout {
-            return Err(compare::last_error(subscriber).unwrap_or_else(|| {
-                format!(
-                    "no progress for {:?}, no ERROR in the log",
-                    last.1.elapsed()
-                )
-            }));
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// Runs `script` in the suite's database; what psql printed (errors do not stop it).
