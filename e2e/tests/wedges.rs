@@ -252,3 +252,37 @@ fn comments_on_composite_type_columns_replay() {
         "first"
     );
 }
+
+#[test]
+fn a_hash_partition_detached_concurrently_gets_no_constraint_and_takes_rows() {
+    let (publisher, subscriber) = subscribed_pair("wedge-detach-hash", "skip");
+    query(
+        &publisher,
+        "CREATE TABLE by_hash (a varchar) PARTITION BY HASH (a);
+         CREATE TABLE by_hash_0 PARTITION OF by_hash FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+         CREATE TABLE by_range (a int) PARTITION BY RANGE (a);
+         CREATE TABLE by_range_0 PARTITION OF by_range FOR VALUES FROM (0) TO (10);",
+    );
+    query(
+        &publisher,
+        "ALTER TABLE by_hash DETACH PARTITION by_hash_0 CONCURRENTLY",
+    );
+    query(
+        &publisher,
+        "ALTER TABLE by_range DETACH PARTITION by_range_0 CONCURRENTLY",
+    );
+    // Any value now: the hash partition keeps no trace of its bound (PostgreSQL adds none, as
+    // it would name the partitioned table by OID).
+    query(
+        &publisher,
+        "INSERT INTO by_hash_0 VALUES ('1'), ('2'); INSERT INTO by_range_0 VALUES (5);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    let constraints = "SELECT conrelid::regclass || ' ' || pg_get_constraintdef(oid) FROM pg_constraint
+                        WHERE conrelid IN ('by_hash_0'::regclass, 'by_range_0'::regclass) ORDER BY 1";
+    assert_eq!(
+        query(&subscriber, constraints),
+        query(&publisher, constraints)
+    );
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM by_hash_0"), "2");
+}

@@ -50,7 +50,11 @@ pub fn run(args: &[&str]) -> Result {
         Some(n) => format!("cargo xtask regress --groups {n}"),
         None => "cargo xtask regress".to_string(),
     };
-    write_section(FILE, INTRO, HEADING, &section(&report, &command))?;
+    let libraries = match profile {
+        Profile::Release => "release build",
+        Profile::Debug => "debug build",
+    };
+    write_section(FILE, INTRO, HEADING, &section(&report, &command, libraries))?;
     let unexplained = report
         .changed
         .iter()
@@ -70,16 +74,14 @@ pub fn run(args: &[&str]) -> Result {
     }
 }
 
-fn section(r: &Report, command: &str) -> String {
+fn section(r: &Report, command: &str, libraries: &str) -> String {
     let machine = Machine::describe();
     let mut s = format!("{HEADING}\n\n");
-    let _ =
-        writeln!(
+    let _ = writeln!(
         s,
-        "`{command}` on {} ({}), {}: {} tests in {} of the schedule's {} groups, from Debian's \
-         `{}`.\n",
+        "`{command}` on {} (libraries: {libraries}), {}: {} tests in {} of the schedule's {} \
+         groups, from Debian's `{}`.\n",
         machine.date,
-        if cfg!(debug_assertions) { "xtask debug build" } else { "xtask release build" },
         machine.line(),
         r.tests,
         r.groups.0,

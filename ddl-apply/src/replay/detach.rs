@@ -7,7 +7,8 @@
 //! already imply it; the plain form does not. The apply worker cannot run the concurrent form
 //! (it commits in the middle), so the replay detaches plainly and then adds that constraint the
 //! way PostgreSQL does: same expression, same generated name, marked valid without a scan, on
-//! the table and (with one more inheritance count each) on its own partitions.
+//! the table and (with one more inheritance count each) on its own partitions. Like PostgreSQL,
+//! nothing is added for a hash partition.
 
 use ddl_server::relation_oid;
 use pgrx::list::PgList;
@@ -46,6 +47,17 @@ pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck>
         .find(|def| !def.is_null() && (**def).concurrent)?;
     // None: the statement fails on its own.
     let relid = relation_oid((*partition).name)?;
+    // As PostgreSQL: no constraint for a hash partition, whose partition constraint names the
+    // partitioned table by OID (and would fail once that table is dropped).
+    let hash = Spi::get_one_with_args::<bool>(
+        "SELECT p.partstrat = 'h' FROM pg_catalog.pg_inherits i
+           JOIN pg_catalog.pg_partitioned_table p ON p.partrelid = i.inhparent
+          WHERE i.inhrelid = $1",
+        &[relid.into()],
+    );
+    if hash == Ok(Some(true)) {
+        return None;
+    }
     // Reading is enough here; the detach takes its own locks (parent first) right after.
     let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
     let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));
