@@ -8,13 +8,14 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Waits until the subscription is stuck on an event; returns `sql|error|origin_lsn|attempts`.
+/// Waits until the subscription is stuck on an event nobody decided about yet; returns
+/// `sql|error|origin_lsn|attempts`.
 fn stuck(subscriber: &Cluster) -> String {
     wait_for("a failing event", TIMEOUT, || {
         let row = query(
             subscriber,
             "SELECT sql || '|' || error || '|' || origin_lsn || '|' || attempts
-               FROM ddl_sync.failing_events WHERE subscription = 'sub'",
+               FROM ddl_sync.failing_events WHERE subscription = 'sub' AND NOT decided",
         );
         if row.is_empty() {
             Err(subscriber.log_tail(10))
@@ -140,6 +141,27 @@ fn a_stuck_event_is_shown_and_can_be_skipped_replaced_or_retried() {
         outcome(&subscriber, "CREATE TABLE later (id int)"),
         "applied|"
     );
+    // Two failing events in one transaction: each is decided while the other is the one
+    // shown, and the decisions hold across the retries that roll back.
+    query(
+        &subscriber,
+        "CREATE TABLE twin1 (id int); CREATE TABLE twin2 (id int);",
+    );
+    query(
+        &publisher,
+        "BEGIN; CREATE TABLE twin1 (id int); CREATE TABLE twin2 (id int);
+         INSERT INTO t VALUES (4); COMMIT;",
+    );
+    for twin in ["twin1", "twin2"] {
+        let event = stuck(&subscriber);
+        assert!(
+            event.starts_with(&format!("CREATE TABLE {twin} ")),
+            "{event}"
+        );
+        query(&subscriber, "SELECT ddl_sync.resolve_event('sub', 'skip')");
+    }
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM t"), "4");
     assert_eq!(
         query(&subscriber, "SELECT count(*) FROM ddl_sync.failing_events"),
         "0"

@@ -151,9 +151,7 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     // the origin it came from, so the next node of a cascade keys it the same way.
     host::set_replay_origin(event.origin_key());
     let activity = activity::Activity::report(&event.origin(), event.sql);
-    let decision = event
-        .origin_key()
-        .and_then(|origin| resolution::take(subscription.oid, origin, event.origin_lsn));
+    let decision = resolution::take(subscription.oid, event.origin_sysid, event.origin_lsn);
     let verdict = match decision {
         None => check_and_run(event, &subscription, &config),
         Some(Resolution::Skip { note }) => Verdict::new("skipped", format!("skipped {note}")),

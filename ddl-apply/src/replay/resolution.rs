@@ -28,12 +28,12 @@ pub enum Resolution {
     Replace { sql: String, note: String },
 }
 
-/// The decision stored for the event of subscription `subid` with origin `origin` (`lsn` as
-/// PostgreSQL prints it), deleted as it is read. `None` when there is none (or the extension's SQL objects predate
-/// decisions). Only the event the subscription is stuck on can have one: the others cost no
-/// query.
-pub fn take(subid: pg_sys::Oid, origin: (i64, u64), lsn: &str) -> Option<Resolution> {
-    if !stats::is_failing(subid, origin) {
+/// The decision stored for the event of subscription `subid` with origin `(sysid, lsn)` (`lsn`
+/// as PostgreSQL prints it), deleted as it is read. `None` when there is none (or the
+/// extension's SQL objects predate decisions). Costs no query unless `resolve_event` was used
+/// for the subscription since the server started.
+pub fn take(subid: pg_sys::Oid, sysid: i64, lsn: &str) -> Option<Resolution> {
+    if !stats::resolving(subid) {
         return None;
     }
     let exists = Spi::get_one::<bool>(
@@ -52,7 +52,7 @@ pub fn take(subid: pg_sys::Oid, origin: (i64, u64), lsn: &str) -> Option<Resolut
                   WHERE subid = $1 AND origin_sysid = $2 AND origin_lsn = $3::pg_catalog.pg_lsn
               RETURNING action, sql, resolved_by::text, resolved_at::text",
                 None,
-                &[subid.into(), origin.0.into(), lsn.into()],
+                &[subid.into(), sysid.into(), lsn.into()],
             )
             .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.event_resolution: {e}"));
         let row = rows.first();

@@ -39,6 +39,10 @@ struct Slot {
     sql: [u8; MESSAGE],
     /// `ddl_sync.resolve_event` was called for that event since it last failed.
     decided: bool,
+    /// `ddl_sync.resolve_event` was called for the subscription since the server started (or
+    /// the slot was taken): its replay looks for decisions. Never cleared while the slot is
+    /// the subscription's, so a decision not yet committed cannot be missed.
+    resolving: bool,
 }
 
 struct Errors {
@@ -60,6 +64,7 @@ impl Default for Errors {
             sql_len: 0,
             sql: [0; MESSAGE],
             decided: false,
+            resolving: false,
         };
         Errors {
             slots: [free; SUBSCRIPTIONS],
@@ -179,15 +184,18 @@ fn keep(text: &str, buffer: &mut [u8; MESSAGE]) -> usize {
     len
 }
 
-/// Whether `subscription` is stuck on the event with `origin` (its last failure).
-pub fn is_failing(subscription: pg_sys::Oid, origin: (i64, u64)) -> bool {
+/// Whether `ddl_sync.resolve_event` was used for `subscription` since the server started: only
+/// then can one of its events have a decision. (A transaction may hold several events that
+/// fail in turn: each gets its decision while the slot shows another, so the slot's event is
+/// not the test.)
+pub fn resolving(subscription: pg_sys::Oid) -> bool {
     available() && {
         let key = key(subscription);
         ERRORS
             .share()
             .slots
             .iter()
-            .any(|s| s.key == key && s.origin == origin)
+            .any(|s| s.key == key && s.resolving)
     }
 }
 
@@ -200,6 +208,7 @@ pub fn decided(subscription: pg_sys::Oid) {
     let mut errors = ERRORS.exclusive();
     if let Some(slot) = errors.slots.iter_mut().find(|s| s.key == key) {
         slot.decided = true;
+        slot.resolving = true;
     }
 }
 
@@ -273,6 +282,7 @@ pub fn forget(subscription: Option<pg_sys::Oid>) {
             slot.origin = (0, 0);
             slot.sql_len = 0;
             slot.decided = false;
+            slot.resolving = false;
         }
     }
 }
