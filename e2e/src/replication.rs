@@ -129,7 +129,9 @@ pub fn deliver_events(subscriber: &Cluster, name: &str, events: &[(&str, &str, &
 /// A publisher with table `t` and publication `p` (FOR ALL TABLES, ddl = 'all'), and a
 /// subscriber (`ddl_sync` preloaded) with table `t` and subscription `sub` to it, created as a
 /// user would, through `CREATE SUBSCRIPTION ... WITH (ddl = 'all', ddl_conflict =
-/// conflict)` (which also makes its `ddl_pgoutput` slot).
+/// conflict)` (which also makes its `ddl_pgoutput` slot). `t` is empty: no data is copied, so
+/// every table is ready at once and [`wait_caught_up`] means its rows arrived (a table sync
+/// would apply them in its own worker, after the apply worker's position).
 pub fn subscribed_pair(name: &str, conflict: &str) -> (Cluster, Cluster) {
     let publisher = crate::ddl_publisher(&format!("{name}-pub"));
     query(
@@ -143,7 +145,7 @@ pub fn subscribed_pair(name: &str, conflict: &str) -> (Cluster, Cluster) {
         &format!(
             "CREATE TABLE t (id int PRIMARY KEY);
              CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', ddl_conflict = '{conflict}')",
+                 WITH (ddl = 'all', ddl_conflict = '{conflict}', copy_data = false)",
             publisher.connstr("postgres")
         ),
     );
