@@ -131,6 +131,10 @@ fn blocks_difference(a: (&str, &[String]), b: (&str, &[String])) -> Option<Strin
     ))
 }
 
+/// A table's rows as `<count> <md5 of their sorted text forms>`, over a table aliased `r`.
+pub(crate) const ROWS_CHECKSUM: &str =
+    "count(*) || ' ' || md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), ''))";
+
 /// For every ordinary table outside the system schemas and `ddl_sync`: its row count and the md5
 /// of its rows in text form, sorted, as `count md5`, keyed by the quoted table name.
 pub fn rows(pg: &Cluster) -> BTreeMap<String, String> {
@@ -150,8 +154,9 @@ pub fn rows(pg: &Cluster) -> BTreeMap<String, String> {
         .lines()
         .map(|t| {
             format!(
-                "SELECT '{}', count(*) || ' ' || md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM {t} r",
-                t.replace('\'', "''")
+                "SELECT '{}', {} FROM {t} r",
+                t.replace('\'', "''"),
+                ROWS_CHECKSUM
             )
         })
         .collect();

@@ -79,6 +79,21 @@ fn a_stuck_event_is_shown_and_can_be_skipped_replaced_or_retried() {
             .is_err_and(|e| e.to_string().contains("permission denied")),
         "{denied:?}"
     );
+    // Nor may they see the stuck statement, or plant a decision behind resolve_event's back
+    // (a 'replace' row would have the apply worker run their statement).
+    for sql in [
+        "SELECT sql FROM ddl_sync.failing_events",
+        "INSERT INTO ddl_sync.event_resolution (subid, origin_sysid, origin_lsn, action, sql)
+         VALUES (1, 1, '0/1', 'replace', 'DROP TABLE t')",
+    ] {
+        let denied = subscriber.psql("postgres", &format!("SET ROLE clerk; {sql}"));
+        assert!(
+            denied
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("permission denied")),
+            "{sql}: {denied:?}"
+        );
+    }
     let said = query(&subscriber, "SELECT ddl_sync.resolve_event('sub', 'skip')");
     assert!(said.contains("will be skipped on the next retry"), "{said}");
     wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);

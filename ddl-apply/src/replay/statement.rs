@@ -77,10 +77,16 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
 /// operator's replacement for an event); an error for a statement that is never replicated.
 pub fn claims(sql: &str) -> Result<(String, &'static str), String> {
     let parsed = parse_one(sql)?;
+    let kind = kind_of(&parsed)?;
+    Ok((parsed.tag, kind.token()))
+}
+
+/// The real kind of a parsed statement; an error for one that is never replicated.
+fn kind_of(parsed: &Parsed) -> Result<DdlKind, String> {
     // SAFETY: a tree just parsed; the lookups only read catalogs.
     let object_type = unsafe { object::object_type((*parsed.stmt).stmt) };
     match classify_object(&parsed.tag, object_type.as_deref().unwrap_or("")) {
-        Classification::Replicated(kind) => Ok((parsed.tag, kind.token())),
+        Classification::Replicated(kind) => Ok(kind),
         Classification::NotReplicated(why) => {
             Err(format!("{} is never replicated: {why}", parsed.tag))
         }
@@ -105,14 +111,7 @@ pub fn check_parsed(
             parsed.tag
         ));
     }
-    // SAFETY: a tree just parsed; the lookups only read catalogs.
-    let object_type = unsafe { object::object_type((*parsed.stmt).stmt) };
-    let kind = match classify_object(&parsed.tag, object_type.as_deref().unwrap_or("")) {
-        Classification::Replicated(kind) => kind,
-        Classification::NotReplicated(why) => {
-            return Err(format!("{} is never replicated: {why}", parsed.tag));
-        }
-    };
+    let kind = kind_of(parsed)?;
     if kind.token() != claimed_kind {
         return Err(format!(
             "the row claims kind {claimed_kind}, but the statement ({}) is of kind {}",
@@ -120,7 +119,7 @@ pub fn check_parsed(
             kind.token()
         ));
     }
-    // SAFETY: as above.
+    // SAFETY: a tree just parsed; the lookups only read catalogs.
     let schema = unsafe { object::relation_schema((*parsed.stmt).stmt) };
     // SAFETY: as above.
     let altered = unsafe {

@@ -2,6 +2,7 @@
 //! subscriber's apply log, and the rows on both nodes.
 
 use super::{script, RegressRun, DATABASE};
+use crate::compare::ROWS_CHECKSUM;
 use ddl_testkit::Cluster;
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -224,7 +225,7 @@ pub(crate) fn rows(publisher: &Cluster, subscriber: &Cluster) -> Result<RowCheck
             .iter()
             .map(|t| {
                 format!(
-                    "SELECT '{}' || '|' || count(*) || ' rows, md5 ' || md5(coalesce(string_agg(r::text, E'\\n' ORDER BY r::text), '')) FROM {t} r;\n",
+                    "SELECT '{}' || '|' || {ROWS_CHECKSUM} FROM {t} r;\n",
                     t.replace('\'', "''")
                 )
             })
