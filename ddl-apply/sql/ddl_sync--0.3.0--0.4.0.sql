@@ -4,7 +4,9 @@
 -- The rule: after this script, a database updated from 0.3.0 has exactly the objects of a fresh
 -- CREATE EXTENSION ddl_sync at 0.4.0 (same definitions, privileges and column order). The package
 -- test checks that against the kept install scripts in sql/released/ (e2e/tests/package.rs).
--- 0.4.0: the event a subscription is stuck on, and an operator's decision about it.
+-- 0.4.0: the event a subscription is stuck on, and an operator's decision about it; each
+-- event says which tables its statement left on the publisher, and a subscriber makes those the
+-- statement did not make here (src/replay/tables.rs).
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
 CREATE TABLE ddl_sync.event_resolution (
@@ -59,3 +61,83 @@ COMMENT ON VIEW ddl_sync.failing_events IS
 REVOKE ALL ON FUNCTION ddl_sync.failing_event_list() FROM PUBLIC;
 REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
+
+ALTER TABLE ddl_sync.events ADD COLUMN tables text;
+COMMENT ON COLUMN ddl_sync.events.tables IS
+    'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
+
+DROP FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, bigint, text, text);
+CREATE  FUNCTION "replay"(
+	"kind" TEXT, /* & str */
+	"dialect" TEXT, /* & str */
+	"command_tag" TEXT, /* & str */
+	"schema_name" TEXT, /* & str */
+	"object_identity" TEXT, /* & str */
+	"sql" TEXT, /* & str */
+	"search_path" TEXT, /* & str */
+	"role_name" TEXT, /* & str */
+	"origin_sysid" bigint, /* i64 */
+	"origin_lsn" TEXT, /* & str */
+	"database_name" TEXT DEFAULT '', /* & str */
+	"tables" TEXT DEFAULT '' /* & str */
+) RETURNS TABLE (
+	"status" TEXT,  /* String */
+	"detail" TEXT,  /* Option < String > */
+	"adapter" TEXT,  /* Option < String > */
+	"seconds" double precision  /* f64 */
+)
+STRICT VOLATILE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'replay_wrapper';
+
+CREATE OR REPLACE FUNCTION ddl_sync.apply_event()
+RETURNS trigger
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    outcome record;
+BEGIN
+    -- Only a subscription's apply worker replays: anything else inserting here (a restore,
+    -- a mistaken INSERT) must never run the statement.
+    IF NOT pg_catalog.pg_replication_origin_session_is_setup() THEN
+        NEW.apply_status := 'refused';
+        NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
+        RETURN NEW;
+    END IF;
+    NEW.subid := ddl_sync.applying_subscription();
+    -- ddl_pgoutput sends only events it made itself, whose apply columns are empty. A row that
+    -- has them is a real row of another node's ddl_sync.events (its apply log, or a row
+    -- inserted there by hand) that reached us through plain pgoutput: not a DDL event.
+    IF NEW.apply_status IS NOT NULL OR NEW.applied_at IS NOT NULL THEN
+        NEW.apply_status := 'refused';
+        NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
+            'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
+        NEW.applied_at := pg_catalog.clock_timestamp();
+        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn);
+        RETURN NEW;
+    END IF;
+    -- DDL that started here and came back around a cycle: already applied, by its author.
+    -- The same DDL through a second subscription: applied once.
+    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())
+       OR EXISTS (SELECT FROM ddl_sync.events e
+                  WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
+        RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
+            NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
+        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
+        RETURN NULL;
+    END IF;
+    SELECT * INTO outcome FROM ddl_sync.replay(
+        NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
+        NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
+        NEW.database_name, coalesce(NEW.tables, ''));
+    NEW.apply_status := outcome.status;
+    NEW.apply_detail := outcome.detail;
+    NEW.apply_adapter := outcome.adapter;
+    NEW.applied_at := pg_catalog.clock_timestamp();
+    NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
+    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn);
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text) FROM PUBLIC;

@@ -285,14 +285,16 @@ mod tests {
         );
     }
 
-    /// What the subscriber side adds after the event columns.
-    const APPLY_COLUMNS: [(&str, &str); 6] = [
+    /// What the subscriber side adds after the event columns, then the optional event column
+    /// that came later.
+    const APPLY_COLUMNS: [(&str, &str); 7] = [
         ("apply_status", "text"),
         ("apply_detail", "text"),
         ("apply_adapter", "text"),
         ("applied_at", "timestamp with time zone"),
         ("apply_duration", "interval"),
         ("subid", "oid"),
+        (ddl_wire::TABLES_COLUMN, "text"),
     ];
 
     #[pg_test]
@@ -308,7 +310,8 @@ mod tests {
             .collect();
         assert_eq!(columns, expected);
 
-        // The event columns are never NULL (consumers refuse a NULL); the apply status may be.
+        // The event columns are never NULL (consumers refuse a NULL); the apply status may be,
+        // and `tables` (an older ddl_pgoutput does not fill it).
         let nullable = rows(
             "SELECT attname::text FROM pg_attribute
              WHERE attrelid = 'ddl_sync.events'::regclass AND attnum > 0 AND NOT attnotnull

@@ -15,17 +15,25 @@ use pgrx::list::PgList;
 use pgrx::pg_sys;
 use std::ffi::{c_char, CStr};
 
-/// `CREATE [UNLOGGED] TABLE [IF NOT EXISTS] <schema>.<name> (<columns>) [USING am] [WITH (...)]
-/// [TABLESPACE ts]` for the table `stmt` will create in `schema`; `None` when the statement is
-/// about to fail on its own (no such prepared statement, more column names than columns), so
-/// that it fails exactly as it would without us.
+/// The table a CREATE TABLE AS makes, two ways.
+pub struct CreateTableAs {
+    /// `CREATE [UNLOGGED] TABLE [IF NOT EXISTS] <schema>.<name> (<columns>) [USING am]
+    /// [WITH (...)] [TABLESPACE ts]`: the statement to record.
+    pub sql: String,
+    /// `CREATE TABLE <schema>.<name> (<columns>);`: the record's `tables` (see `shape`).
+    pub shape: String,
+}
+
+/// The table `stmt` will create in `schema`; `None` when the statement is about to fail on its
+/// own (no such prepared statement, more column names than columns), so that it fails exactly
+/// as it would without us.
 ///
 /// # Safety
 /// `stmt` is the analysed statement the ProcessUtility hook was given; in a transaction.
 pub unsafe fn create_table_as(
     stmt: *mut pg_sys::CreateTableAsStmt,
     schema: &CStr,
-) -> Option<String> {
+) -> Option<CreateTableAs> {
     let into = (*stmt).into;
     let columns = result_columns((*stmt).query)?;
     let names = PgList::<pg_sys::Node>::from_pg((*into).colNames);
@@ -40,10 +48,11 @@ pub unsafe fn create_table_as(
     if (*stmt).if_not_exists {
         sql.push_str("IF NOT EXISTS ");
     }
-    sql.push_str(&text(pg_sys::quote_qualified_identifier(
+    let table = text(pg_sys::quote_qualified_identifier(
         schema.as_ptr(),
         (*(*into).rel).relname,
-    )));
+    ));
+    sql.push_str(&table);
     let mut defs = Vec::new();
     for i in 0..(*columns).natts as usize {
         let att = (*columns).attrs.as_ptr().add(i);
@@ -58,7 +67,8 @@ pub unsafe fn create_table_as(
             (*att).attcollation,
         ));
     }
-    sql.push_str(&format!(" ({})", defs.join(", ")));
+    let columns = format!("({})", defs.join(", "));
+    sql.push_str(&format!(" {columns}"));
     if !(*into).accessMethod.is_null() {
         sql.push_str(&format!(" USING {}", identifier((*into).accessMethod)));
     }
@@ -75,7 +85,10 @@ pub unsafe fn create_table_as(
             identifier((*into).tableSpaceName)
         ));
     }
-    Some(sql)
+    Some(CreateTableAs {
+        sql,
+        shape: format!("CREATE TABLE {table} {columns};"),
+    })
 }
 
 /// The columns the statement's query returns: a SELECT's target list (resjunk columns are not
@@ -105,7 +118,7 @@ unsafe fn result_columns(query: *mut pg_sys::Node) -> Option<pg_sys::TupleDesc> 
 /// `"name" type[(typmod)] [COLLATE c]`, the type schema-qualified (the search_path that finds
 /// it here may find another on the subscriber). A collation is written only where it is not the
 /// type's own, as CREATE TABLE would infer it.
-unsafe fn column(
+pub(crate) unsafe fn column(
     name: *const c_char,
     type_id: pg_sys::Oid,
     typmod: i32,
@@ -140,10 +153,10 @@ unsafe fn option(def: *mut pg_sys::DefElem) -> String {
     format!("{name} = '{}'", value.replace('\'', "''"))
 }
 
-unsafe fn identifier(name: *const c_char) -> String {
+pub(crate) unsafe fn identifier(name: *const c_char) -> String {
     text(pg_sys::quote_identifier(name))
 }
 
-unsafe fn text(s: *const c_char) -> String {
+pub(crate) unsafe fn text(s: *const c_char) -> String {
     crate::text::utf8(CStr::from_ptr(s))
 }

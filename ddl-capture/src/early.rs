@@ -1,4 +1,5 @@
-//! Statements captured before they run: CREATE TABLE AS and SELECT INTO.
+//! Statements captured before they run: CREATE TABLE AS and SELECT INTO, also under EXPLAIN
+//! ANALYZE.
 //!
 //! They create a table and fill it in one statement, so their rows are in WAL before the end of
 //! the statement, where every other statement is captured: a subscriber would receive rows for
@@ -7,12 +8,16 @@
 //! with it. The record holds the plain CREATE TABLE of the table the statement makes
 //! ([`definition`]): the rows follow by replication, and the query is never run elsewhere.
 //!
+//! `EXPLAIN ANALYZE CREATE TABLE AS` creates and fills its table too, and no event trigger
+//! fires for it (EXPLAIN is not DDL): without this, only its rows would reach a subscriber.
+//!
 //! Before the statement runs the table has no OID yet: the record names it by schema and
 //! identity only (object id 0), which is all the rules and the subscriber need.
 
 use crate::definition;
 use crate::rules::PublicationRules;
 use crate::trigger::{self, Recorded, Target};
+use pgrx::list::PgList;
 use pgrx::pg_sys;
 use std::ffi::CStr;
 
@@ -22,14 +27,12 @@ use std::ffi::CStr;
 /// # Safety
 /// Runs in the ProcessUtility hook, inside a transaction, with the statement on the stack.
 pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
-    let node = (*pstmt).utilityStmt;
-    if pg_sys::creating_extension
-        || node.is_null()
-        || (*node).type_ != pg_sys::NodeTag::T_CreateTableAsStmt
-    {
+    if pg_sys::creating_extension {
         return false;
     }
-    let stmt = node as *mut pg_sys::CreateTableAsStmt;
+    let Some(stmt) = table_creating((*pstmt).utilityStmt) else {
+        return false;
+    };
     if (*stmt).objtype != pg_sys::ObjectType::OBJECT_TABLE || (*stmt).into.is_null() {
         return false;
     }
@@ -47,7 +50,7 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     let identity = pg_sys::quote_qualified_identifier(schema.as_ptr(), name.as_ptr());
     // The statement is about to fail on its own: nothing to capture, and its ERROR is the
     // client's, as without us.
-    let Some(definition) = definition::create_table_as(stmt, schema) else {
+    let Some(table) = definition::create_table_as(stmt, schema) else {
         return false;
     };
     let target = Target {
@@ -59,8 +62,10 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
         temporary,
         recorded: Some(Recorded {
             tag: Some("CREATE TABLE"),
-            sql: definition,
+            sql: table.sql,
+            tables: Some(table.shape),
         }),
+        relations: Vec::new(),
         command: std::ptr::null_mut(),
     };
     // Rules that name a command tag see the client's; the record says what it holds.
@@ -71,4 +76,53 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     };
     trigger::capture_target(&rules, tag, &target);
     true
+}
+
+/// The CREATE TABLE AS of `node`, itself or under an EXPLAIN that runs it (ANALYZE).
+unsafe fn table_creating(node: *mut pg_sys::Node) -> Option<*mut pg_sys::CreateTableAsStmt> {
+    if node.is_null() {
+        return None;
+    }
+    match (*node).type_ {
+        pg_sys::NodeTag::T_CreateTableAsStmt => Some(node.cast()),
+        pg_sys::NodeTag::T_ExplainStmt => {
+            let explain = node as *mut pg_sys::ExplainStmt;
+            let analyze = PgList::<pg_sys::DefElem>::from_pg((*explain).options)
+                .iter_ptr()
+                .filter(|def| CStr::from_ptr((**def).defname).to_bytes() == b"analyze")
+                .last()
+                // An invalid value: EXPLAIN reports it, as without us.
+                .is_some_and(|def| boolean_option(def).unwrap_or(false));
+            let query = (*explain).query;
+            if !analyze || query.is_null() || (*query).type_ != pg_sys::NodeTag::T_Query {
+                return None;
+            }
+            let utility = (*(query as *mut pg_sys::Query)).utilityStmt;
+            (!utility.is_null() && (*utility).type_ == pg_sys::NodeTag::T_CreateTableAsStmt)
+                .then(|| utility.cast())
+        }
+        _ => None,
+    }
+}
+
+/// An EXPLAIN option's boolean value as `defGetBoolean` reads it (no value is true), without
+/// its ERROR for anything else.
+unsafe fn boolean_option(def: *mut pg_sys::DefElem) -> Option<bool> {
+    let arg = (*def).arg;
+    if arg.is_null() {
+        return Some(true);
+    }
+    match (*arg).type_ {
+        pg_sys::NodeTag::T_Integer => Some((*(arg as *mut pg_sys::Integer)).ival != 0),
+        pg_sys::NodeTag::T_Boolean => Some((*(arg as *mut pg_sys::Boolean)).boolval),
+        pg_sys::NodeTag::T_String => {
+            let value = CStr::from_ptr((*(arg as *mut pg_sys::String)).sval).to_bytes();
+            match value.to_ascii_lowercase().as_slice() {
+                b"true" | b"on" => Some(true),
+                b"false" | b"off" => Some(false),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }

@@ -30,6 +30,7 @@ mod publication;
 pub mod replay_origin;
 pub mod rules;
 pub mod seal;
+mod shape;
 mod statement;
 pub mod stats;
 pub mod text;

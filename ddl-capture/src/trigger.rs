@@ -18,7 +18,7 @@
 
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, partition_bound, rules, stats, volatile};
+use crate::{collection, emit, forget, partition_bound, rules, shape, stats, volatile};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
@@ -110,6 +110,9 @@ pub(crate) struct Target {
     /// PostgreSQL's `CollectedCommand` of the statement (its `pg_ddl_command`), when the
     /// command collection reported one: valid until the statement ends.
     pub command: *mut pg_sys::CollectedCommand,
+    /// Every relation the command collection reported for the statement (the record's
+    /// `tables` describes those that are tables).
+    pub relations: Vec<u32>,
 }
 
 /// A statement recorded instead of the client's text, in PostgreSQL's own syntax whatever the
@@ -119,6 +122,8 @@ pub(crate) struct Recorded {
     /// Its command tag, when it is not the client's statement's.
     pub tag: Option<&'static str>,
     pub sql: String,
+    /// The record's `tables`, when the tables do not exist yet to be described.
+    pub tables: Option<String>,
 }
 
 unsafe fn capture(tag: &str) {
@@ -198,6 +203,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         role: &session.role,
         session_user: &session.session_user,
         database: &session.database,
+        tables: "",
         tag: [0; RECORD_TAG_LEN],
     };
     let verdicts = rules.verdicts(&record);
@@ -217,6 +223,14 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         // May refuse the statement, or plan the replication of its new values.
         volatile::check(target.command);
     }
+    let tables = match recorded.as_ref().and_then(|r| r.tables.clone()) {
+        Some(tables) => tables,
+        None => shape::tables(&target.relations),
+    };
+    let record = DdlRecord {
+        tables: &tables,
+        ..record
+    };
     let record = match &recorded {
         Some(recorded) => DdlRecord {
             dialect: "postgres",
@@ -289,8 +303,16 @@ unsafe fn object_type(target: &Target) -> &str {
 unsafe fn target(tag: &str) -> Option<Target> {
     let mut first = None;
     let mut own = None;
+    let mut relations = Vec::new();
     collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, |row| {
-        if own.is_some() || row.bool(c"in_extension") {
+        if row.bool(c"in_extension") {
+            return;
+        }
+        let class_id = row.oid(c"classid");
+        if class_id == u32::from(pg_sys::RelationRelationId) {
+            relations.push(row.oid(c"objid"));
+        }
+        if own.is_some() {
             return;
         }
         let is_own = row.text(c"command_tag") == tag;
@@ -299,7 +321,7 @@ unsafe fn target(tag: &str) -> Option<Target> {
         }
         let schema = row.text(c"schema_name");
         let found = Target {
-            class_id: row.oid(c"classid"),
+            class_id,
             object_id: row.oid(c"objid"),
             temporary: schema.starts_with("pg_temp"),
             schema,
@@ -307,6 +329,7 @@ unsafe fn target(tag: &str) -> Option<Target> {
             object_type: row.text(c"object_type"),
             recorded: None,
             command: row.pointer(c"command").cast(),
+            relations: Vec::new(),
         };
         if is_own {
             own = Some(found);
@@ -315,6 +338,10 @@ unsafe fn target(tag: &str) -> Option<Target> {
         }
     });
     own.or(first)
+        .map(|target| Target {
+            relations,
+            ..target
+        })
         .or_else(|| statement::with_innermost(dropped_target).flatten())
 }
 
@@ -333,8 +360,10 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         recorded: (!permanent.is_empty() && permanent.len() < s.dropped.len()).then(|| Recorded {
             tag: None,
             sql: partly_temporary_drop(&permanent, s.cascade),
+            tables: None,
         }),
         command: std::ptr::null_mut(),
+        relations: Vec::new(),
     })
 }
 
@@ -429,6 +458,7 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
     Some(Recorded {
         tag: None,
         sql: statement::cut(&crate::text::utf8(&spliced), -1, 0).to_string(),
+        tables: None,
     })
 }
 

@@ -123,6 +123,7 @@ unsafe fn form_tuple(
             b"role_name" => text(record.role),
             b"session_user_name" => text(record.session_user),
             b"database_name" => text(record.database),
+            b"tables" => text(record.tables),
             _ => continue,
         };
         values[i] = value;

@@ -47,7 +47,8 @@ impl ColumnType {
 }
 
 /// The columns a [`DdlEvent`] is read from, as `(name, SQL type)`, in [`DdlEvent`] field order.
-/// The `ddl_sync` extension's definition of `ddl_sync.events` must provide each of them.
+/// The `ddl_sync` extension's definition of `ddl_sync.events` must provide each of them, and
+/// [`TABLES_COLUMN`] after them.
 pub fn event_columns() -> impl Iterator<Item = (&'static str, &'static str)> {
     COLUMNS.iter().map(|&(name, ty)| (name, ty.sql_name()))
 }
@@ -70,6 +71,10 @@ const COLUMNS: [(&str, ColumnType); 16] = [
     ("session_user_name", ColumnType::Text),
     ("database_name", ColumnType::Text),
 ];
+
+/// The column of [`DdlEvent::tables`] (`text`). Optional: the `ddl_sync.events` of a publisher
+/// still at extension version 0.4.0 lacks it, and its events have no tables.
+pub const TABLES_COLUMN: &str = "tables";
 
 /// One DDL statement as a consumer of a `ddl_pgoutput` stream sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +111,10 @@ pub struct DdlEvent<'a> {
     pub session_user: &'a str,
     /// The database it ran in.
     pub database: &'a str,
+    /// The tables the statement created or changed, as `CREATE TABLE` statements of the columns
+    /// a row has (see ddl-wire's record format); empty when none, or when the publisher's
+    /// `ddl_sync.events` has no such column.
+    pub tables: &'a str,
 }
 
 /// Where the event columns are in one Relation message of `ddl_sync.events`.
@@ -114,6 +123,8 @@ pub struct EventsRelation {
     rel_id: u32,
     /// For each entry of [`COLUMNS`], its position in the relation.
     positions: [usize; COLUMNS.len()],
+    /// The position of [`TABLES_COLUMN`], when the relation has it.
+    tables: Option<usize>,
     /// How many columns the relation has, to check each Insert against.
     width: usize,
 }
@@ -128,10 +139,24 @@ impl EventsRelation {
             return Ok(None);
         }
         let mut positions = [usize::MAX; COLUMNS.len()];
+        let mut tables = None;
         let mut width = 0;
         for (at, column) in rel.columns().enumerate() {
             let column = column.map_err(EventError::wire)?;
             width = at + 1;
+            if column.name().as_bytes() == TABLES_COLUMN.as_bytes() {
+                if column.type_oid() != ColumnType::Text.oid() {
+                    return Err(EventError::new(
+                        TABLES_COLUMN,
+                        EventErrorKind::WrongType {
+                            expected: ColumnType::Text.sql_name(),
+                            found_oid: column.type_oid(),
+                        },
+                    ));
+                }
+                tables = Some(at);
+                continue;
+            }
             let Some(i) = COLUMNS
                 .iter()
                 .position(|(name, _)| name.as_bytes() == column.name().as_bytes())
@@ -156,6 +181,7 @@ impl EventsRelation {
         Ok(Some(EventsRelation {
             rel_id: rel.rel_id(),
             positions,
+            tables,
             width,
         }))
     }
@@ -174,12 +200,15 @@ impl EventsRelation {
             ));
         }
         let mut values = [TupleValue::Null; COLUMNS.len()];
+        let mut tables = TupleValue::Null;
         let mut count = 0;
         for (at, value) in insert.tuple().enumerate() {
             let value = value.map_err(EventError::wire)?;
             count = at + 1;
             if let Some(i) = self.positions.iter().position(|&p| p == at) {
                 values[i] = value;
+            } else if self.tables == Some(at) {
+                tables = value;
             }
         }
         if count != self.width {
@@ -212,7 +241,22 @@ impl EventsRelation {
             role: fields.text()?,
             session_user: fields.text()?,
             database: fields.text()?,
+            tables: optional_text(tables)?,
         })
+    }
+}
+
+/// The value of [`TABLES_COLUMN`]: NULL (a plugin older than the column fills only what it
+/// knows) is no tables.
+fn optional_text(value: TupleValue<'_>) -> Result<&str, EventError> {
+    match value {
+        TupleValue::Null => Ok(""),
+        TupleValue::Text(b) | TupleValue::Binary(b) => std::str::from_utf8(b)
+            .map_err(|_| EventError::new(TABLES_COLUMN, EventErrorKind::NotUtf8)),
+        TupleValue::UnchangedToast => Err(EventError::new(
+            TABLES_COLUMN,
+            EventErrorKind::UnchangedToast,
+        )),
     }
 }
 
@@ -384,6 +428,7 @@ mod tests {
         let mut names: Vec<&'static str> = vec!["status"];
         names.extend(COLUMNS.iter().rev().map(|(n, _)| *n));
         names.push("applied_at");
+        names.push(TABLES_COLUMN);
         names.retain(|n| Some(*n) != skip);
         let columns: Vec<Column<'_>> = names
             .iter()
@@ -421,8 +466,14 @@ mod tests {
             "kind" => b"table",
             "sql" => b"ALTER TABLE t ADD COLUMN c int",
             "command_tag" => b"ALTER TABLE",
+            "tables" => b"CREATE TABLE public.t (c integer);",
             _ => b"x",
         }
+    }
+
+    /// Each column's [`text_value`], in text format.
+    fn text_values(names: &[&str]) -> Vec<TupleValue<'static>> {
+        names.iter().map(|n| TupleValue::Text(text_value(n))).collect()
     }
 
     fn parse_relation(bytes: &[u8]) -> Result<Option<EventsRelation>, EventError> {
@@ -447,10 +498,7 @@ mod tests {
         let rel = parse_relation(&rel)
             .unwrap()
             .expect("is the events relation");
-        let values: Vec<TupleValue<'_>> = names
-            .iter()
-            .map(|n| TupleValue::Text(text_value(n)))
-            .collect();
+        let values = text_values(&names);
         let mut insert = Vec::new();
         write_insert(None, REL_ID, &values, &mut insert).unwrap();
         let ev = event_from(&rel, &insert).unwrap();
@@ -461,6 +509,21 @@ mod tests {
         assert!(ev.top_level && !ev.forwarded);
         assert_eq!((ev.kind, ev.command_tag), ("table", "ALTER TABLE"));
         assert_eq!(ev.sql, "ALTER TABLE t ADD COLUMN c int");
+        assert_eq!(ev.tables, "CREATE TABLE public.t (c integer);");
+    }
+
+    #[test]
+    fn the_tables_column_is_optional() {
+        let (rel, names) = relation_bytes(Some(TABLES_COLUMN), None);
+        let rel = parse_relation(&rel).unwrap().unwrap();
+        let values = text_values(&names);
+        let mut insert = Vec::new();
+        write_insert(None, REL_ID, &values, &mut insert).unwrap();
+        assert_eq!(event_from(&rel, &insert).unwrap().tables, "");
+
+        let (rel, _) = relation_bytes(None, Some(TABLES_COLUMN));
+        let err = parse_relation(&rel).unwrap_err();
+        assert_eq!(err.column(), TABLES_COLUMN);
     }
 
     #[test]
@@ -576,10 +639,7 @@ mod tests {
     fn inserts_that_do_not_match_the_relation_are_refused() {
         let (rel, names) = relation_bytes(None, None);
         let rel = parse_relation(&rel).unwrap().unwrap();
-        let values: Vec<TupleValue<'_>> = names
-            .iter()
-            .map(|n| TupleValue::Text(text_value(n)))
-            .collect();
+        let values = text_values(&names);
         let mut insert = Vec::new();
         write_insert(None, REL_ID + 1, &values, &mut insert).unwrap();
         assert_eq!(

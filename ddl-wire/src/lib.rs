@@ -110,7 +110,7 @@ pub use crate::{
     error::{Error, ErrorKind},
     event::{
         event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, EVENTS_SCHEMA,
-        EVENTS_TABLE,
+        EVENTS_TABLE, TABLES_COLUMN,
     },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},
@@ -125,8 +125,8 @@ pub use crate::{
     pg_str::PgStr,
     prepare::{write_prepare, PrepareBody},
     record::{
-        DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, RECORD_FORMAT_VERSION,
-        RECORD_PREFIX, RECORD_TAG_LEN,
+        DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin,
+        OLDEST_RECORD_FORMAT_VERSION, RECORD_FORMAT_VERSION, RECORD_PREFIX, RECORD_TAG_LEN,
     },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},

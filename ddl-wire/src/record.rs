@@ -6,10 +6,10 @@
 //! only copy of the DDL in WAL: a plugin built from an older ddl-wire must refuse a newer record
 //! with a clear error, never misread it.
 //!
-//! Layout of format version 2 (all integers big-endian, like the pgoutput protocol):
+//! Layout of format version 3 (all integers big-endian, like the pgoutput protocol):
 //!
 //! ```text
-//! u8   format version (2)
+//! u8   format version (3)
 //! u8   flags: 0x01 top level (else nested in a function / DO block),
 //!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
 //! u32  xid of the (sub)transaction that ran the statement
@@ -19,12 +19,19 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then ten strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then eleven strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
-//!      current role, session user, database
+//!      current role, session user, database, tables
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag.
+//! Nothing may follow the tag. Version 2 is the same without `tables`; it is still read (a
+//! server upgraded with records of the old library in its WAL), as an empty `tables`.
+//!
+//! Why `tables`: the statement's text may not run on a subscriber (a role or object only the
+//! publisher has), and a table the subscriber lacks stops its subscription at the table's first
+//! row. So each record also says what every table the statement created or changed looks like to
+//! a row: a `CREATE TABLE` of its columns and replica identity key, one per table, each ending
+//! with `;`. A subscriber that could not run the statement makes the table from that.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -39,8 +46,11 @@
 
 use std::fmt;
 
-/// The only record format version this crate reads and writes.
-pub const RECORD_FORMAT_VERSION: u8 = 2;
+/// The record format version this crate writes.
+pub const RECORD_FORMAT_VERSION: u8 = 3;
+
+/// The oldest record format version this crate reads.
+pub const OLDEST_RECORD_FORMAT_VERSION: u8 = 2;
 
 /// The length of the authentication tag that ends every record.
 pub const RECORD_TAG_LEN: usize = 32;
@@ -142,6 +152,10 @@ pub struct DdlRecord<'a> {
     pub session_user: &'a str,
     /// The database it ran in.
     pub database: &'a str,
+    /// The tables the statement created or changed as a row sees them: `CREATE TABLE` statements
+    /// of their columns (and replica identity key), each ending with `;`; empty when none (and
+    /// in version 2 records).
+    pub tables: &'a str,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -186,8 +200,9 @@ impl fmt::Display for RecordError {
         match &self.kind {
             RecordErrorKind::UnsupportedVersion(v) => write!(
                 f,
-                "format version {v} is not supported (this reader knows version {RECORD_FORMAT_VERSION}; \
-                 a newer ddl_pgoutput wrote it?)"
+                "format version {v} is not supported (this reader knows versions \
+                 {OLDEST_RECORD_FORMAT_VERSION} to {RECORD_FORMAT_VERSION}; a newer ddl_pgoutput \
+                 wrote it?)"
             ),
             RecordErrorKind::Truncated(field) => write!(f, "payload ends inside field {field}"),
             RecordErrorKind::UnknownFlags(b) => write!(f, "unknown flag bits 0x{b:02x}"),
@@ -200,7 +215,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 10] = [
+const STRING_FIELDS: [&str; 11] = [
     "dialect",
     "command_tag",
     "kind",
@@ -211,6 +226,7 @@ const STRING_FIELDS: [&str; 10] = [
     "role",
     "session_user",
     "database",
+    "tables",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -221,7 +237,7 @@ impl<'a> DdlRecord<'a> {
             pos: 0,
         };
         let version = r.u8("format version")?;
-        if version != RECORD_FORMAT_VERSION {
+        if !(OLDEST_RECORD_FORMAT_VERSION..=RECORD_FORMAT_VERSION).contains(&version) {
             return Err(RecordError {
                 kind: RecordErrorKind::UnsupportedVersion(version),
                 offset: 0,
@@ -241,8 +257,10 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 10];
-        for (slot, field) in s.iter_mut().zip(STRING_FIELDS) {
+        let mut s = [""; 11];
+        // Version 2 ends before `tables`.
+        let fields = if version == 2 { 10 } else { 11 };
+        for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
         }
         let tag = r.array::<RECORD_TAG_LEN>("tag")?;
@@ -252,7 +270,7 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables] =
             s;
         Ok(DdlRecord {
             flags,
@@ -271,6 +289,7 @@ impl<'a> DdlRecord<'a> {
             role,
             session_user,
             database,
+            tables,
             tag,
         })
     }
@@ -316,7 +335,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 10] {
+    fn strings(&self) -> [&'a str; 11] {
         [
             self.dialect,
             self.command_tag,
@@ -328,6 +347,7 @@ impl<'a> DdlRecord<'a> {
             self.role,
             self.session_user,
             self.database,
+            self.tables,
         ]
     }
 }
@@ -403,6 +423,7 @@ mod tests {
             role: "app",
             session_user: "app",
             database: "shop",
+            tables: "CREATE TABLE public.orders (id integer, note text, PRIMARY KEY (id));",
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -437,10 +458,31 @@ mod tests {
         let mut bytes = encoded(&sample());
         bytes[0] = RECORD_FORMAT_VERSION + 1;
         let err = DdlRecord::parse(&bytes).unwrap_err();
-        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(3));
+        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(4));
         assert!(err
             .to_string()
-            .contains("format version 3 is not supported"));
+            .contains("format version 4 is not supported"));
+    }
+
+    #[test]
+    fn version_2_records_are_read_without_tables() {
+        let v2 = DdlRecord {
+            tables: "",
+            ..sample()
+        };
+        let mut bytes = encoded(&v2);
+        bytes[0] = 2;
+        // Version 3 with an empty `tables` is version 2 plus its length, just before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 4;
+        bytes.drain(at..at + 4);
+        assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
+        // ... and a version 2 record with a `tables` field has 4 bytes too many.
+        let mut longer = encoded(&sample());
+        longer[0] = 2;
+        assert!(matches!(
+            DdlRecord::parse(&longer).unwrap_err().kind(),
+            RecordErrorKind::TrailingBytes(_)
+        ));
     }
 
     #[test]

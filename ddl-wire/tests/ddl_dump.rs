@@ -674,6 +674,7 @@ fn record() -> DdlRecord<'static> {
         role: "app",
         session_user: "app",
         database: "shop",
+        tables: "CREATE TABLE public.t (a integer);",
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }
@@ -927,7 +928,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     let ddl = out.lines().nth(1).unwrap();
     for member in [
         r#""type":"Message","transactional":true,"lsn":"0/16B3748","prefix":"ddl_sync","ddl":{"#,
-        r#""format_version":2"#,
+        r#""format_version":3"#,
         r#""top_level":true"#,
         r#""transactional":true"#,
         r#""forwarded":false"#,

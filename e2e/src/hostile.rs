@@ -243,6 +243,7 @@ pub(crate) fn forged<'a>(
         role: "postgres",
         session_user: "postgres",
         database: "postgres",
+        tables: "",
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

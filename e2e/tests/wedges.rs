@@ -286,3 +286,96 @@ fn a_hash_partition_detached_concurrently_gets_no_constraint_and_takes_rows() {
     );
     assert_eq!(query(&subscriber, "SELECT count(*) FROM by_hash_0"), "2");
 }
+
+/// `CREATE TABLE ... (LIKE <a temporary table>)`: the statement cannot run on the subscriber,
+/// whose session has no such table; the table is made there from the definition the event
+/// carries (columns and key), so its rows, updates included, still arrive. So is the table of
+/// an `EXPLAIN ANALYZE CREATE TABLE AS`, which no event trigger sees.
+#[test]
+fn a_table_the_statement_could_not_make_here_is_made_from_its_definition() {
+    let (publisher, subscriber) = subscribed_pair("wedge-definition", "skip");
+    query(
+        &publisher,
+        "CREATE TEMP TABLE scratch (a int, b text COLLATE \"C\");
+         CREATE TABLE liked (LIKE scratch, c int PRIMARY KEY, g int GENERATED ALWAYS AS (c * 2) STORED);
+         INSERT INTO liked VALUES (1, 'x', 10);
+         UPDATE liked SET b = 'y' WHERE c = 10;
+         EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+             CREATE TABLE explained AS SELECT 7 AS n;",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(query(&subscriber, "SELECT a || b || c FROM liked"), "1y10");
+    assert_eq!(query(&subscriber, "SELECT n FROM explained"), "7");
+    let liked = log_of(&subscriber, "public.liked");
+    assert!(
+        liked[0].starts_with("failed|relation \"scratch\" does not exist")
+            && liked[0].contains(
+                "public.liked was made from the publisher's definition, owned by postgres"
+            ),
+        "{liked:?}"
+    );
+    // The columns a row has (not the generated one, which pgoutput does not send), with their
+    // collation, and the key.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod)
+                               || ' ' || attcollation::regcollation, ', ' ORDER BY attnum)
+                 || ' ' || pg_get_constraintdef((SELECT oid FROM pg_constraint
+                                                  WHERE conrelid = 'liked'::regclass))
+               FROM pg_attribute WHERE attrelid = 'liked'::regclass AND attnum > 0"
+        ),
+        "a integer -, b text \"C\", c integer - PRIMARY KEY (c)"
+    );
+}
+
+/// A subscription that replays tables but not types or indexes: a table using a type it lacks
+/// gets the column as `text`, which takes the values as they travel; a column the subscriber
+/// could not add is added from the definition, and so is the replica identity key its updates
+/// need.
+#[test]
+fn types_the_subscriber_lacks_become_text_and_missing_columns_are_added() {
+    let (publisher, subscriber) = subscribed_pair("wedge-missing-type", "skip");
+    query(&subscriber, "ALTER SUBSCRIPTION sub SET (ddl = 'table')");
+    query(
+        &publisher,
+        "CREATE TYPE mood AS ENUM ('sad', 'happy');
+         CREATE TABLE moods (id int PRIMARY KEY, m mood);
+         INSERT INTO moods VALUES (1, 'happy');
+         ALTER TABLE t ADD COLUMN m mood;
+         INSERT INTO t VALUES (5, 'sad');
+         CREATE TABLE keyless (a int NOT NULL, b text);
+         CREATE UNIQUE INDEX keyless_a ON keyless (a);
+         ALTER TABLE keyless REPLICA IDENTITY USING INDEX keyless_a;
+         INSERT INTO keyless VALUES (1, 'x');
+         UPDATE keyless SET b = 'y';",
+    );
+    stream_goes_on(&publisher, &subscriber, 6);
+    assert_eq!(query(&subscriber, "SELECT a || b FROM keyless"), "1y");
+    let keyless = log_of(&subscriber, "public.keyless");
+    assert!(
+        keyless.last().unwrap().starts_with("failed|")
+            && keyless.last().unwrap().contains(
+                "primary key (a) of public.keyless added from the publisher's definition"
+            ),
+        "{keyless:?}"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT (SELECT m || ' ' || pg_typeof(m) FROM moods) || ', ' || (SELECT m FROM t WHERE id = 5)"
+        ),
+        "happy text, sad"
+    );
+    let t = log_of(&subscriber, "public.t");
+    assert!(
+        t.last()
+            .unwrap()
+            .starts_with("failed|type \"mood\" does not exist")
+            && t.last().unwrap().contains(
+                "column(s) m of public.t added from the publisher's definition (column m is \
+                 text: type public.mood does not exist here)"
+            ),
+        "{t:?}"
+    );
+}

@@ -181,6 +181,12 @@ fn follower(s: &mut String, f: &Follower) {
     }
     let statuses: Vec<String> = f.events.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let _ = writeln!(s, "DDL events in the apply log: {}.\n", statuses.join(", "));
+    let _ = writeln!(
+        s,
+        "Made from the definitions events carry, where the statement did not make them here: \
+         {} table(s); columns or a key added to {} more.\n",
+        f.made.tables, f.made.completed
+    );
     if !f.not_applied.is_empty() {
         s.push_str(
             "<details><summary>Events not applied, by reason (names blanked)</summary>\n\n\

@@ -23,6 +23,7 @@ mod sql_adapter;
 mod statement;
 pub(crate) mod stats;
 pub(crate) mod subscription;
+mod tables;
 mod tablespace;
 
 use crate::replay::host::ServerHost;
@@ -49,6 +50,16 @@ impl Verdict {
             adapter: None,
         }
     }
+
+    /// Adds `notes` to the detail, after what it says.
+    fn add_notes(&mut self, notes: impl IntoIterator<Item = String>) {
+        for note in notes {
+            self.detail = Some(match self.detail.take() {
+                Some(detail) => format!("{detail}; {note}"),
+                None => note,
+            });
+        }
+    }
 }
 
 /// Replays one DDL event; returns (status, detail, adapter, seconds) for its row.
@@ -66,6 +77,7 @@ fn replay(
     origin_sysid: i64,
     origin_lsn: &str,
     database_name: default!(&str, "''"),
+    tables: default!(&str, "''"),
 ) -> TableIterator<
     'static,
     (
@@ -88,6 +100,7 @@ fn replay(
         database_name,
         origin_sysid,
         origin_lsn,
+        tables,
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -115,6 +128,8 @@ struct Event<'a> {
     /// (as PostgreSQL prints an LSN): the event's key.
     origin_sysid: i64,
     origin_lsn: &'a str,
+    /// The tables the statement left on the publisher (see [`tables`]).
+    tables: &'a str,
 }
 
 impl Event<'_> {
@@ -154,7 +169,11 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     let decision = resolution::take(subscription.oid, event.origin_sysid, event.origin_lsn);
     let verdict = match decision {
         None => check_and_run(event, &subscription, &config),
-        Some(Resolution::Skip { note }) => Verdict::new("skipped", format!("skipped {note}")),
+        Some(Resolution::Skip { note }) => {
+            let mut verdict = Verdict::new("skipped", format!("skipped {note}"));
+            verdict.add_notes(tables::make_missing(event.tables, &subscription));
+            verdict
+        }
         Some(Resolution::Replace { sql, note }) => {
             replace(event, &sql, &note, &subscription, &config)
         }
@@ -230,13 +249,43 @@ fn check_and_run(
     subscription: &Subscription,
     config: &subscription::Config,
 ) -> Verdict {
+    match decide_and_run(event, subscription, config) {
+        Replayed::ForHere(mut verdict) => {
+            // Whatever became of the statement, rows of the tables it left on the publisher
+            // follow it.
+            verdict.add_notes(tables::make_missing(event.tables, subscription));
+            verdict
+        }
+        Replayed::NotForHere(verdict) => verdict,
+    }
+}
+
+/// A replay's verdict, and whether the subscription takes the event at all: one its kinds or
+/// rules leave out is the subscriber's own business, tables included.
+enum Replayed {
+    ForHere(Verdict),
+    NotForHere(Verdict),
+}
+
+fn decide_and_run(
+    event: &Event<'_>,
+    subscription: &Subscription,
+    config: &subscription::Config,
+) -> Replayed {
     // Names in the statement resolve as the statement will: with the event's search_path.
     let checked = match ddl_server::guc::with_search_path(event.search_path, || check(event)) {
         Ok(checked) => checked,
-        Err(reason) => return Verdict::new("refused", reason),
+        Err(reason) => {
+            let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.kind);
+            let verdict = Verdict::new("refused", reason);
+            return match claimed {
+                Some(kind) if config.kinds.contains(kind.kinds()) => Replayed::ForHere(verdict),
+                _ => Replayed::NotForHere(verdict),
+            };
+        }
     };
     if !config.kinds.contains(checked.kind.kinds()) {
-        return Verdict::new(
+        return Replayed::NotForHere(Verdict::new(
             "refused",
             format!(
                 "kind {} is not replayed by subscription \"{}\" (ddl = '{}')",
@@ -244,21 +293,21 @@ fn check_and_run(
                 subscription.name,
                 config.kinds
             ),
-        );
+        ));
     }
     // The subscriber's rules judge the object the statement will change here, not what the
     // record says it changed on the publisher: the two differ when the search_path finds
     // another schema first on this node.
     if let Some(here) = &checked.schema {
         if !event.schema_name.is_empty() && here != event.schema_name {
-            return Verdict::new(
+            return Replayed::ForHere(Verdict::new(
                 "refused",
                 format!(
                     "the statement's relation is in schema \"{here}\" here but was in \"{}\" on \
                      the publisher (search_path {})",
                     event.schema_name, event.search_path
                 ),
-            );
+            ));
         }
     }
     let candidate = DdlCandidate {
@@ -272,14 +321,17 @@ fn check_and_run(
         sql: event.sql,
     };
     if !config.rules.decide(&candidate).replicate() {
-        return Verdict::new("skipped", "excluded by the subscription's rules");
+        return Replayed::NotForHere(Verdict::new(
+            "skipped",
+            "excluded by the subscription's rules",
+        ));
     }
     let registry = adapters::registry(event.dialect);
     let Some(adapter) = registry.get(event.dialect) else {
-        return Verdict::new(
+        return Replayed::ForHere(Verdict::new(
             "refused",
             format!("no adapter for SQL dialect \"{}\"", event.dialect),
-        );
+        ));
     };
     let mut verdict = run(
         adapter,
@@ -298,15 +350,12 @@ fn check_and_run(
                 .altered
                 .and_then(|relid| subscription.recheck_columns(relid))
         };
-        if let Some(note) = note {
+        if let Some(note) = &note {
             warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
-            verdict.detail = Some(match verdict.detail.take() {
-                Some(detail) => format!("{detail}; {note}"),
-                None => note,
-            });
         }
+        verdict.add_notes(note);
     }
-    verdict
+    Replayed::ForHere(verdict)
 }
 
 /// The statement of a `postgres` event is checked now, with this server's parser. Another

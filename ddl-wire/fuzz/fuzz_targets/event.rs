@@ -151,6 +151,7 @@ fuzz_target!(|data: &[u8]| {
                 event.role,
                 event.session_user,
                 event.database,
+                event.tables,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

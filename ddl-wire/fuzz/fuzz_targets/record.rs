@@ -10,7 +10,12 @@ fuzz_target!(|data: &[u8]| {
         Ok(record) => {
             let mut again = Vec::with_capacity(data.len());
             record.encode(&mut again);
-            assert_eq!(again, data);
+            if data[0] == ddl_wire::RECORD_FORMAT_VERSION {
+                assert_eq!(again, data);
+            } else {
+                // An older version is written back in the current one, meaning the same.
+                assert_eq!(DdlRecord::parse(&again), Ok(record));
+            }
             let range = data.as_ptr_range();
             for s in [
                 record.dialect,
@@ -22,6 +27,7 @@ fuzz_target!(|data: &[u8]| {
                 record.role,
                 record.session_user,
                 record.database,
+                record.tables,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

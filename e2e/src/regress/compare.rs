@@ -132,8 +132,25 @@ pub struct EventGroup {
 /// Apply log rows by status, most frequent first.
 pub(crate) type StatusCounts = Vec<(String, usize)>;
 
-/// The subscriber's apply log rows by status, and the ones not applied grouped by reason.
-pub(crate) fn events(subscriber: &Cluster) -> Result<(StatusCounts, Vec<EventGroup>), String> {
+/// What the subscriber made from the definitions events carry (ddl-apply's `replay/tables.rs`),
+/// where the statement did not make it.
+#[derive(Default)]
+pub struct MadeFromDefinition {
+    /// Tables made.
+    pub tables: usize,
+    /// Columns or keys added to tables that were there.
+    pub completed: usize,
+}
+
+/// The part of an apply log detail that `replay/tables.rs` writes (one `; `-separated note per
+/// table), counted apart from the reason.
+const FROM_DEFINITION: &str = "from the publisher's definition";
+
+/// The subscriber's apply log rows by status, the ones not applied grouped by reason, and what
+/// was made from definitions.
+pub(crate) fn events(
+    subscriber: &Cluster,
+) -> Result<(StatusCounts, Vec<EventGroup>, MadeFromDefinition), String> {
     let rows = subscriber
         .psql(
             DATABASE,
@@ -144,6 +161,7 @@ pub(crate) fn events(subscriber: &Cluster) -> Result<(StatusCounts, Vec<EventGro
         .map_err(|e| format!("cannot read the apply log: {e}"))?;
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
+    let mut made = MadeFromDefinition::default();
     for row in rows.lines() {
         let mut fields = row.splitn(3, '|');
         let (status, detail, sql) = (
@@ -152,9 +170,19 @@ pub(crate) fn events(subscriber: &Cluster) -> Result<(StatusCounts, Vec<EventGro
             fields.next().unwrap_or(""),
         );
         *by_status.entry(status.to_string()).or_default() += 1;
+        let (notes, reason): (Vec<&str>, Vec<&str>) = detail
+            .split("; ")
+            .partition(|part| part.contains(FROM_DEFINITION));
+        for note in notes {
+            if note.contains(" was made ") {
+                made.tables += 1;
+            } else {
+                made.completed += 1;
+            }
+        }
         if status != "applied" {
             let entry = groups
-                .entry((status.to_string(), blank_names(detail)))
+                .entry((status.to_string(), blank_names(&reason.join("; "))))
                 .or_insert((0, sql.to_string()));
             entry.0 += 1;
         }
@@ -171,7 +199,7 @@ pub(crate) fn events(subscriber: &Cluster) -> Result<(StatusCounts, Vec<EventGro
         })
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.count));
-    Ok((by_status, groups))
+    Ok((by_status, groups, made))
 }
 
 /// `detail` with every double-quoted name replaced by `"…"` and every number by `#`, so that

@@ -27,7 +27,7 @@ mod compare;
 mod follow;
 mod suite;
 
-pub use compare::{Cause, ChangedTest, EventGroup, RowCheck};
+pub use compare::{Cause, ChangedTest, EventGroup, MadeFromDefinition, RowCheck};
 pub use follow::Intervention;
 pub use suite::Suite;
 
@@ -78,6 +78,8 @@ pub struct Follower {
     pub events: Vec<(String, usize)>,
     /// Events not applied, grouped by status and reason.
     pub not_applied: Vec<EventGroup>,
+    /// What it made from the definitions events carry.
+    pub made: MadeFromDefinition,
     /// `pg_dump --schema-only` blocks (their header lines) only on the publisher, and only on
     /// the subscriber.
     pub schema: (Vec<String>, Vec<String>),
@@ -158,7 +160,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
             &format!("sub_{conflict}"),
             Duration::from_secs(3600),
         );
-        let (events, not_applied) = compare::events(subscriber)?;
+        let (events, not_applied, made) = compare::events(subscriber)?;
         let subscriber_schema = schema_in(subscriber, DATABASE);
         let only = |a: &[String], b: &[String]| -> Vec<String> {
             a.iter()
@@ -172,6 +174,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
             interventions,
             events,
             not_applied,
+            made,
             schema: (
                 only(&publisher_schema, &subscriber_schema),
                 only(&subscriber_schema, &publisher_schema),

@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use ddl_wire::{
     DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags, RelationBody, TupleData,
-    TupleValue, RECORD_FORMAT_VERSION, RECORD_PREFIX,
+    TupleValue, RECORD_PREFIX,
 };
 
 use crate::show;
@@ -98,7 +98,8 @@ type Fields<'a> = Vec<(&'static str, V<'a>)>;
 /// The DDL a message carries.
 enum Ddl<'a> {
     Event(DdlEvent<'a>),
-    Record(DdlRecord<'a>),
+    /// A record and the format version it was written in.
+    Record(DdlRecord<'a>, u8),
 }
 
 impl Printer {
@@ -218,7 +219,7 @@ impl Printer {
                 // An empty one is the capture's padding (see the record format), not a record.
                 if m.prefix().as_bytes() == RECORD_PREFIX.as_bytes() && !m.content().is_empty() {
                     match DdlRecord::parse(m.content()) {
-                        Ok(record) => ddl = Some(Ddl::Record(record)),
+                        Ok(record) => ddl = Some(Ddl::Record(record, m.content()[0])),
                         Err(e) => {
                             warning = Some(format!(
                                 "{RECORD_PREFIX} message is not a valid DDL record, shown as it is: {e}"
@@ -674,7 +675,7 @@ fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
             top_level: e.top_level,
             forwarded: e.forwarded.then_some((e.origin_sysid, e.origin_lsn)),
         },
-        Ddl::Record(r) => Common {
+        Ddl::Record(r, _) => Common {
             kind: r.kind.to_owned(),
             dialect: r.dialect,
             command_tag: r.command_tag,
@@ -896,9 +897,10 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("role", s(e.role)),
             ("session_user", s(e.session_user)),
             ("database", s(e.database)),
+            ("tables", s(e.tables)),
         ],
-        Ddl::Record(r) => vec![
-            ("format_version", V::Num(RECORD_FORMAT_VERSION.into())),
+        Ddl::Record(r, version) => vec![
+            ("format_version", V::Num((*version).into())),
             (
                 "top_level",
                 V::Flag(r.flags.contains(RecordFlags::TOP_LEVEL)),
@@ -928,6 +930,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("role", s(r.role)),
             ("session_user", s(r.session_user)),
             ("database", s(r.database)),
+            ("tables", s(r.tables)),
         ],
     }
 }

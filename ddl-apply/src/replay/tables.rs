@@ -1,0 +1,499 @@
+//! Tables a replayed statement should have left here and did not, made from the publisher's
+//! definition so that their rows cannot stop the subscription.
+//!
+//! A statement may fail or be refused here (its role lacks a privilege here, it names a
+//! temporary table of the publisher's session, it would leave code the apply worker runs), and
+//! whatever the policy says about the statement, the rows of the tables it made or changed on
+//! the publisher follow it: the first one for a table the subscriber lacks, or a column it
+//! lacks, stops the apply worker on every retry. So each event carries `tables` (see ddl-wire's
+//! record format): for every table the statement created or changed, a `CREATE TABLE` of the
+//! columns a row has and of its replica identity key. After the replay, whatever its outcome,
+//! a table missing here is made from that, owned by the subscription owner and nothing more
+//! (no defaults, constraints, triggers or privileges: they are the statement's, which did not
+//! run), and registered in the subscription; a column missing from a table is added. The event's
+//! row says so.
+//!
+//! The text is checked like any statement of an event: it must parse into exactly such plain
+//! definitions, of permanent tables outside the system schemas, or nothing is made. A type
+//! missing here becomes `text` (rows travel as text, which it takes whatever they hold).
+
+use crate::replay::subscription::Subscription;
+use ddl_server::guc;
+use pgrx::list::PgList;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use pgrx::spi::Spi;
+use std::ffi::{c_char, CStr, CString};
+
+/// One table of an event's `tables`, checked.
+struct Definition {
+    schema: String,
+    name: String,
+    columns: Vec<Column>,
+    key: Vec<String>,
+}
+
+/// A column as this node can make it: the publisher's type where this node has it.
+struct Column {
+    name: String,
+    /// The type as SQL, schema-qualified.
+    sql_type: String,
+    /// Why the column is `text` here, when it is.
+    substituted: Option<String>,
+}
+
+/// Makes what `tables` describes and this node lacks; returns what it did or why it could not,
+/// for the event's row. Runs in the apply worker after the replay, as the subscription owner.
+pub fn make_missing(tables: &str, subscription: &Subscription) -> Vec<String> {
+    if tables.is_empty() {
+        return Vec::new();
+    }
+    // Parsing and making run in a subtransaction: a definition that cannot be made here must
+    // not take the event (or, under 'skip', the rows around it) with it.
+    let attempt = || -> Result<Vec<String>, String> {
+        // Types and collations resolve the same whoever runs the apply worker.
+        let definitions = guc::with_search_path("pg_catalog", || parse(tables))?;
+        Ok(definitions
+            .iter()
+            .filter_map(|d| make(d, subscription))
+            .collect())
+    };
+    let outcome = crate::replay::host::in_subtransaction(attempt, Result::is_ok);
+    let notes = match outcome {
+        Ok(Ok(notes)) => notes,
+        Ok(Err(why)) | Err(why) => vec![format!(
+            "the tables the statement left on the publisher were not checked here: {why}"
+        )],
+    };
+    for note in &notes {
+        warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
+    }
+    notes
+}
+
+/// Makes the table or its missing columns; `None` when it is there as a row needs it.
+fn make(definition: &Definition, subscription: &Subscription) -> Option<String> {
+    let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
+    let existing = Spi::get_two_with_args::<pg_sys::Oid, bool>(
+        "SELECT c.oid, c.relkind IN ('r', 'p') FROM pg_catalog.pg_class c
+           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = $1 AND c.relname = $2",
+        &[
+            definition.schema.as_str().into(),
+            definition.name.as_str().into(),
+        ],
+    )
+    .ok()
+    .and_then(|(relid, is_table)| Some((relid?, is_table?)));
+    let mut note = match existing {
+        None => create(definition, &table),
+        Some((relid, true)) => {
+            let notes: Vec<String> = [
+                add_columns(definition, &table, relid),
+                add_key(definition, &table, relid),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if notes.is_empty() {
+                return None;
+            }
+            notes.join("; ")
+        }
+        Some((_, false)) => {
+            return Some(format!(
+                "{table} is not a table here: its rows cannot be applied"
+            ))
+        }
+    };
+    if existing.is_none() {
+        if let Some(refused) = subscription.register_ready(&table) {
+            note.push_str(&format!("; {refused}"));
+        }
+    }
+    Some(note)
+}
+
+/// `CREATE TABLE` of the definition (and its schema, when this node lacks it).
+fn create(definition: &Definition, table: &str) -> String {
+    let schema_missing = !Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
+        &[definition.schema.as_str().into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(false);
+    let mut items: Vec<String> = definition
+        .columns
+        .iter()
+        .map(|c| format!("{} {}", quote(&c.name), c.sql_type))
+        .collect();
+    if !definition.key.is_empty() {
+        let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
+        items.push(format!("PRIMARY KEY ({})", key.join(", ")));
+    }
+    let mut sql = String::new();
+    if schema_missing {
+        sql.push_str(&format!("CREATE SCHEMA {};\n", quote(&definition.schema)));
+    }
+    sql.push_str(&format!("CREATE TABLE {table} ({})", items.join(", ")));
+    run(&sql);
+    let owner = current_user();
+    let schema = if schema_missing {
+        format!(" in schema {} made for it", quote(&definition.schema))
+    } else {
+        String::new()
+    };
+    format!(
+        "{table} was made from the publisher's definition{schema}, owned by {owner}: the \
+         statement did not make it here; its columns and key only{}",
+        substitutions(&definition.columns.iter().collect::<Vec<_>>())
+    )
+}
+
+/// ` (column c is text: ...; ...)` for the columns among `columns` made as `text`; empty when
+/// none is.
+fn substitutions(columns: &[&Column]) -> String {
+    let why: Vec<&str> = columns
+        .iter()
+        .filter_map(|c| c.substituted.as_deref())
+        .collect();
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", why.join("; "))
+    }
+}
+
+/// `ALTER TABLE ... ADD COLUMN` of each column of the definition that table `relid` lacks;
+/// `None` when it lacks none.
+fn add_columns(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<String> {
+    let existing: Vec<String> = Spi::connect(|client| {
+        client
+            .select(
+                "SELECT a.attname::text FROM pg_catalog.pg_attribute a
+                  WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped",
+                None,
+                &[relid.into()],
+            )
+            .map(|rows| {
+                rows.filter_map(|row| row.get::<String>(1).ok().flatten())
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    let missing: Vec<&Column> = definition
+        .columns
+        .iter()
+        .filter(|c| !existing.contains(&c.name))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let adds: Vec<String> = missing
+        .iter()
+        .map(|c| format!("ADD COLUMN {} {}", quote(&c.name), c.sql_type))
+        .collect();
+    run(&format!("ALTER TABLE {table} {}", adds.join(", ")));
+    let names: Vec<String> = missing.iter().map(|c| quote(&c.name)).collect();
+    Some(format!(
+        "column(s) {} of {table} added from the publisher's definition{}: the statement did \
+         not add them here",
+        names.join(", "),
+        substitutions(&missing)
+    ))
+}
+
+/// `ALTER TABLE ... ADD PRIMARY KEY` of the definition's key when table `relid` has nothing an
+/// UPDATE or DELETE could find its row by (no primary key, no replica identity index: the apply
+/// worker refuses those rows then); `None` when it has, or the definition has no key.
+fn add_key(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<String> {
+    if definition.key.is_empty() {
+        return None;
+    }
+    let has_key = Spi::get_one_with_args::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
+                         WHERE i.indrelid = $1 AND (i.indisprimary OR i.indisreplident))",
+        &[relid.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(true);
+    if has_key {
+        return None;
+    }
+    let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
+    let key = key.join(", ");
+    // Rows already here may not fit a key: then the table stays as it is, and says why.
+    let added = crate::replay::host::in_subtransaction(
+        || run(&format!("ALTER TABLE {table} ADD PRIMARY KEY ({key})")),
+        |_| true,
+    );
+    Some(match added {
+        Ok(()) => format!(
+            "primary key ({key}) of {table} added from the publisher's definition, as the \
+             replica identity its updates and deletes need"
+        ),
+        Err(why) => format!(
+            "{table} has no replica identity for the publisher's updates and deletes, and key \
+             ({key}) could not be added: {why}"
+        ),
+    })
+}
+
+/// Runs statements built here from checked names and resolved types: nothing in them depends on
+/// a search_path.
+fn run(sql: &str) {
+    guc::with_search_path("pg_catalog", || Spi::run(sql)).unwrap_or_else(|e| error!("{e}"));
+}
+
+fn current_user() -> String {
+    Spi::get_one::<String>("SELECT current_user::text")
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+fn quote(name: &str) -> String {
+    let name = CString::new(name).unwrap_or_default();
+    // SAFETY: quote_identifier returns its argument or a palloc'd copy, valid here.
+    unsafe { text(pg_sys::quote_identifier(name.as_ptr())) }
+}
+
+unsafe fn text(s: *const c_char) -> String {
+    CStr::from_ptr(s).to_string_lossy().into_owned()
+}
+
+/// The definitions in `tables`: only plain `CREATE TABLE schema.name (column type [COLLATE c],
+/// ..., [PRIMARY KEY (...)])` of permanent tables outside the system schemas.
+fn parse(tables: &str) -> Result<Vec<Definition>, String> {
+    let text = CString::new(tables).map_err(|_| "the text contains a NUL byte".to_string())?;
+    // SAFETY: raw_parser reports syntax errors with ereport, which the caller's subtransaction
+    // catches; the trees live in the current memory context.
+    let stmts = unsafe {
+        PgList::<pg_sys::RawStmt>::from_pg(pg_sys::raw_parser(
+            text.as_ptr(),
+            pg_sys::RawParseMode::RAW_PARSE_DEFAULT,
+        ))
+    };
+    stmts
+        .iter_ptr()
+        // SAFETY: RawStmts from the parser.
+        .map(|raw| unsafe { definition((*raw).stmt) })
+        .collect()
+}
+
+/// One checked definition.
+///
+/// # Safety
+/// `node` is a raw parse tree.
+unsafe fn definition(node: *mut pg_sys::Node) -> Result<Definition, String> {
+    let not_plain = || "not a plain definition of a table's columns".to_string();
+    if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_CreateStmt {
+        return Err(not_plain());
+    }
+    let stmt = node as *mut pg_sys::CreateStmt;
+    let rel = (*stmt).relation;
+    let plain = !rel.is_null()
+        && !(*rel).schemaname.is_null()
+        && (*rel).catalogname.is_null()
+        && (*rel).relpersistence == pg_sys::RELPERSISTENCE_PERMANENT as c_char
+        && (*stmt).inhRelations.is_null()
+        && (*stmt).partbound.is_null()
+        && (*stmt).partspec.is_null()
+        && (*stmt).ofTypename.is_null()
+        && (*stmt).constraints.is_null()
+        && (*stmt).options.is_null()
+        && (*stmt).oncommit == pg_sys::OnCommitAction::ONCOMMIT_NOOP
+        && (*stmt).tablespacename.is_null()
+        && (*stmt).accessMethod.is_null()
+        && !(*stmt).if_not_exists;
+    if !plain {
+        return Err(not_plain());
+    }
+    let schema = text((*rel).schemaname);
+    if matches!(
+        schema.as_str(),
+        "pg_catalog" | "information_schema" | "pg_toast"
+    ) || schema.starts_with("pg_temp")
+        || schema.starts_with("pg_toast_temp")
+    {
+        return Err(format!("schema {schema} is the server's own"));
+    }
+    let mut columns = Vec::new();
+    let mut key = Vec::new();
+    for element in PgList::<pg_sys::Node>::from_pg((*stmt).tableElts).iter_ptr() {
+        match (*element).type_ {
+            pg_sys::NodeTag::T_ColumnDef => {
+                columns.push(column(element as *mut pg_sys::ColumnDef).ok_or_else(not_plain)?)
+            }
+            pg_sys::NodeTag::T_Constraint if key.is_empty() => {
+                key = primary_key(element as *mut pg_sys::Constraint).ok_or_else(not_plain)?
+            }
+            _ => return Err(not_plain()),
+        }
+    }
+    if columns.is_empty() {
+        return Err(not_plain());
+    }
+    Ok(Definition {
+        schema,
+        name: text((*rel).relname),
+        columns,
+        key,
+    })
+}
+
+/// A column with a name, a type and at most a collation; its type as this node has it.
+unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
+    let type_name = (*def).typeName;
+    let plain = !(*def).colname.is_null()
+        && !type_name.is_null()
+        && !(*type_name).setof
+        && !(*type_name).pct_type
+        && (*def).constraints.is_null()
+        && (*def).raw_default.is_null()
+        && (*def).cooked_default.is_null()
+        && (*def).identity == 0
+        && (*def).generated == 0
+        && (*def).fdwoptions.is_null()
+        && (*def).compression.is_null()
+        && (*def).storage == 0;
+    if !plain {
+        return None;
+    }
+    let mut typmod = -1;
+    let found = pg_sys::LookupTypeName(std::ptr::null_mut(), type_name, &mut typmod, true);
+    let written = text(pg_sys::TypeNameToString(type_name));
+    let (sql_type, substituted) = if found.is_null() {
+        let why = format!(
+            "column {} is text: type {written} does not exist here",
+            quote(&text((*def).colname))
+        );
+        ("pg_catalog.text".to_string(), Some(why))
+    } else {
+        let type_id = pg_sys::typeTypeId(found);
+        pg_sys::ReleaseSysCache(found);
+        let flags = (pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN | pg_sys::FORMAT_TYPE_FORCE_QUALIFY) as u16;
+        let mut sql = text(pg_sys::format_type_extended(type_id, typmod, flags));
+        let collation = (*def).collClause;
+        if !collation.is_null() {
+            let oid = pg_sys::get_collation_oid((*collation).collname, true);
+            if oid != pg_sys::InvalidOid {
+                sql.push_str(&format!(
+                    " COLLATE {}",
+                    text(pg_sys::generate_collation_name(oid))
+                ));
+            }
+        }
+        (sql, None)
+    };
+    Some(Column {
+        name: text((*def).colname),
+        sql_type,
+        substituted,
+    })
+}
+
+/// `PRIMARY KEY (columns)` and nothing else.
+unsafe fn primary_key(constraint: *mut pg_sys::Constraint) -> Option<Vec<String>> {
+    let c = &*constraint;
+    let plain = c.contype == pg_sys::ConstrType::CONSTR_PRIMARY
+        && c.conname.is_null()
+        && c.including.is_null()
+        && c.options.is_null()
+        && c.indexname.is_null()
+        && c.indexspace.is_null()
+        && c.exclusions.is_null()
+        && c.where_clause.is_null();
+    if !plain {
+        return None;
+    }
+    let keys: Option<Vec<String>> = PgList::<pg_sys::Node>::from_pg(c.keys)
+        .iter_ptr()
+        .map(|k| {
+            ((*k).type_ == pg_sys::NodeTag::T_String)
+                .then(|| text((*(k as *mut pg_sys::String)).sval))
+        })
+        .collect();
+    keys.filter(|k| !k.is_empty())
+}
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use super::parse;
+    use crate::replay::host::in_subtransaction;
+    use ddl_server::guc;
+    use pgrx::prelude::*;
+
+    /// What `parse` makes of `tables`: each definition as `schema.name: column type, ... | key`,
+    /// or the refusal.
+    fn parsed(tables: &str) -> Result<Vec<String>, String> {
+        let parse = || guc::with_search_path("pg_catalog", || parse(tables));
+        in_subtransaction(parse, Result::is_ok)?.map(|definitions| {
+            definitions
+                .iter()
+                .map(|d| {
+                    let columns: Vec<String> = d
+                        .columns
+                        .iter()
+                        .map(|c| format!("{} {}", c.name, c.sql_type))
+                        .collect();
+                    format!(
+                        "{}.{}: {} | {}",
+                        d.schema,
+                        d.name,
+                        columns.join(", "),
+                        d.key.join(", ")
+                    )
+                })
+                .collect()
+        })
+    }
+
+    #[pg_test]
+    fn plain_definitions_resolve_their_types_here() {
+        Spi::run("CREATE SCHEMA app; CREATE TYPE app.mood AS ENUM ('sad')").expect("setup");
+        assert_eq!(
+            parsed(
+                "CREATE TABLE app.t (a integer, b pg_catalog.text COLLATE \"C\", m app.mood, \
+                 v character varying(5), PRIMARY KEY (a));\n\
+                 CREATE TABLE \"Other\".\"T 2\" (x nowhere.missing);"
+            ),
+            Ok(vec![
+                "app.t: a integer, b pg_catalog.text COLLATE \"C\", m app.mood, \
+                 v character varying(5) | a"
+                    .to_string(),
+                "Other.T 2: x pg_catalog.text | ".to_string(),
+            ])
+        );
+    }
+
+    /// The text is as hostile as any other byte of an event: anything but a plain definition of
+    /// columns, outside the server's schemas, is refused whole.
+    #[pg_test]
+    fn anything_else_is_refused() {
+        for hostile in [
+            "CREATE TABLE public.t (a int DEFAULT pg_catalog.pg_terminate_backend(1));",
+            "CREATE TABLE public.t (a int CHECK (a > 0));",
+            "CREATE TABLE public.t (a int GENERATED ALWAYS AS (a) STORED);",
+            "CREATE TABLE public.t (a int, UNIQUE (a));",
+            "CREATE TABLE public.t (a int, PRIMARY KEY (a) INCLUDE (a));",
+            "CREATE TABLE t (a int);",
+            "CREATE TEMP TABLE t (a int);",
+            "CREATE UNLOGGED TABLE public.t (a int);",
+            "CREATE TABLE pg_catalog.t (a int);",
+            "CREATE TABLE public.t (a int) INHERITS (public.u);",
+            "CREATE TABLE public.t (a int) WITH (fillfactor = 10);",
+            "CREATE TABLE public.t (LIKE public.u);",
+            "CREATE TABLE public.t OF public.u;",
+            "CREATE TABLE public.t ();",
+            "CREATE TABLE public.t (a int); DROP TABLE public.u;",
+            "CREATE TABLE public.t (a public.u%TYPE);",
+            "CREATE TABLE public.t (a int",
+        ] {
+            assert!(parsed(hostile).is_err(), "{hostile} was accepted");
+        }
+    }
+}

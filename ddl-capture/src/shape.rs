@@ -1,0 +1,112 @@
+//! The record's `tables`: what each table a statement created or changed looks like to a row.
+//!
+//! A subscriber that cannot run a statement (a role, tablespace or temporary table only the
+//! publisher has) must still take the rows of the tables it made or changed, or the first of
+//! them stops its subscription. A row needs little of a table: its columns by name and type
+//! (pgoutput sends no generated column), and for UPDATE and DELETE the replica identity key. So
+//! the record describes each such table as `CREATE TABLE <schema>.<name> (<column> <type>
+//! [COLLATE c], ..., [PRIMARY KEY (<key>)]);`, types and collations schema-qualified, and the
+//! subscriber makes what it lacks from that (ddl-apply's `replay/tables.rs`).
+
+use crate::definition::{column, identifier, text};
+use pgrx::pg_sys;
+use std::ffi::CStr;
+
+/// The definitions of the permanent tables among `relations` (OIDs from the command
+/// collection), one per line; empty when there are none.
+///
+/// # Safety
+/// In the transaction of the statement that reported `relations`.
+pub unsafe fn tables(relations: &[u32]) -> String {
+    let mut seen = Vec::with_capacity(relations.len());
+    let mut out = Vec::new();
+    for &oid in relations {
+        if seen.contains(&oid) {
+            continue;
+        }
+        seen.push(oid);
+        let rel = pg_sys::RelationIdGetRelation(pg_sys::Oid::from(oid));
+        if rel.is_null() {
+            continue; // dropped again by the same statement
+        }
+        if let Some(definition) = definition(rel) {
+            out.push(definition);
+        }
+        pg_sys::RelationClose(rel);
+    }
+    out.join("\n")
+}
+
+/// `CREATE TABLE ...;` of `rel` when rows of it can be published: a permanent table, outside the
+/// server's own schemas.
+unsafe fn definition(rel: pg_sys::Relation) -> Option<String> {
+    let class = &*(*rel).rd_rel;
+    let is_table = class.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
+        || class.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
+    if !is_table
+        || class.relpersistence != pg_sys::RELPERSISTENCE_PERMANENT as std::ffi::c_char
+        || pg_sys::IsCatalogNamespace(class.relnamespace)
+        || pg_sys::IsToastNamespace(class.relnamespace)
+        || pg_sys::isAnyTempNamespace(class.relnamespace)
+    {
+        return None;
+    }
+    let schema = pg_sys::get_namespace_name(class.relnamespace);
+    if schema.is_null() || CStr::from_ptr(schema).to_bytes() == b"information_schema" {
+        return None;
+    }
+    let desc = (*rel).rd_att;
+    let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+    let mut items: Vec<String> = attrs
+        .iter()
+        .filter(|a| !a.attisdropped && a.attgenerated == 0)
+        .map(|a| {
+            column(
+                a.attname.data.as_ptr(),
+                a.atttypid,
+                a.atttypmod,
+                a.attcollation,
+            )
+        })
+        .collect();
+    if items.is_empty() {
+        return None; // a table of no columns: its rows need nothing either
+    }
+    if let Some(key) = replica_identity_key(rel, attrs) {
+        items.push(format!("PRIMARY KEY ({key})"));
+    }
+    let table = text(pg_sys::quote_qualified_identifier(
+        schema,
+        class.relname.data.as_ptr(),
+    ));
+    Some(format!("CREATE TABLE {table} ({});", items.join(", ")))
+}
+
+/// The columns of the replica identity index (the primary key, or `REPLICA IDENTITY USING
+/// INDEX`), which a subscriber needs to apply UPDATE and DELETE; `None` for `FULL` (the old row
+/// carries every column), `NOTHING`, or no key.
+unsafe fn replica_identity_key(
+    rel: pg_sys::Relation,
+    attrs: &[pg_sys::FormData_pg_attribute],
+) -> Option<String> {
+    let index = pg_sys::RelationGetReplicaIndex(rel);
+    if index == pg_sys::InvalidOid {
+        return None;
+    }
+    let index_rel = pg_sys::RelationIdGetRelation(index);
+    if index_rel.is_null() {
+        return None;
+    }
+    let form = &*(*index_rel).rd_index;
+    let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
+    let names: Option<Vec<String>> = keys
+        .iter()
+        .map(|&attnum| {
+            // 0 is an expression, which an identity index cannot have; checked anyway.
+            let at = usize::try_from(attnum).ok()?.checked_sub(1)?;
+            Some(identifier(attrs.get(at)?.attname.data.as_ptr()))
+        })
+        .collect();
+    pg_sys::RelationClose(index_rel);
+    names.map(|n| n.join(", "))
+}
