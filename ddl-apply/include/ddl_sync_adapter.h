@@ -50,8 +50,10 @@
  * apply worker's transaction and may ereport(ERROR) like any server code: the error fails the
  * statement, and ddl_sync applies the subscription's conflict policy ('error': the apply
  * worker errors and retries; 'skip': the statement's subtransaction is rolled back and the
- * events row records the message). Returning DDL_SYNC_RETRYABLE or DDL_SYNC_FATAL with
- * ctx->message set does the same without an ERROR. Never longjmp out of a callback other
+ * events row records the message), except for an ERROR whose SQLSTATE passes (class 40,
+ * 55P03 lock_not_available, 57014 query_canceled), which the apply worker retries under either
+ * policy. Returning DDL_SYNC_FATAL with ctx->message set is the policy's business, like an
+ * ERROR; DDL_SYNC_RETRYABLE always has the apply worker retry the transaction. Never longjmp out of a callback other
  * than through ereport.
  *
  * ABI versioning. Any change to the structs or the meaning of a field below increments
@@ -75,7 +77,8 @@
 typedef enum DdlSyncResult
 {
 	DDL_SYNC_SUCCESS = 0,
-	/* Failed for a reason that may pass (a lock timeout, a serialization failure). */
+	/* Failed for a reason that passes (a lock timeout, a serialization failure): the apply
+	 * worker retries the transaction, whatever the conflict policy. */
 	DDL_SYNC_RETRYABLE = 1,
 	/* Failed for a reason retrying will not fix (a syntax error, a missing object). */
 	DDL_SYNC_FATAL = 2

@@ -39,5 +39,9 @@ pub fn set_local_change(on: bool) -> bool {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn clear_at_transaction_end() {
-    xact::at_end(|_| ON.set(false));
+    xact::at_end(|end| {
+        if !matches!(end, xact::End::SubCommitted { .. }) {
+            ON.set(false);
+        }
+    });
 }

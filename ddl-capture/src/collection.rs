@@ -56,7 +56,7 @@ impl Row {
             // SAFETY: the column is of type text; the copy lives in the call's memory context.
             unsafe {
                 let s = pg_sys::text_to_cstring(d.cast_mut_ptr());
-                crate::text::utf8(CStr::from_ptr(s))
+                ddl_server::text::utf8(CStr::from_ptr(s))
             }
         })
     }

@@ -158,5 +158,5 @@ pub(crate) unsafe fn identifier(name: *const c_char) -> String {
 }
 
 pub(crate) unsafe fn text(s: *const c_char) -> String {
-    crate::text::utf8(CStr::from_ptr(s))
+    ddl_server::text::utf8(CStr::from_ptr(s))
 }

@@ -56,8 +56,8 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     let target = Target {
         class_id: u32::from(pg_sys::RelationRelationId),
         object_id: 0,
-        schema: crate::text::utf8(schema),
-        identity: crate::text::utf8(CStr::from_ptr(identity)),
+        schema: ddl_server::text::utf8(schema),
+        identity: ddl_server::text::utf8(CStr::from_ptr(identity)),
         object_type: "table".into(),
         temporary,
         recorded: Some(Recorded {

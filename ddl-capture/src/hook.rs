@@ -10,9 +10,8 @@ use ddl_server::utility::{Before, UtilityCall};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 
-static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
-
-/// Installs the hook, chaining to the one loaded before us.
+/// Installs the hook, chaining to the one loaded before us, with the setting and the
+/// transaction-end cleanups it needs.
 ///
 /// # Safety
 /// Call once per process, from `_PG_init`.
@@ -20,8 +19,7 @@ pub unsafe fn install() {
     volatile::define_setting();
     statement::forget_aborted_statements();
     crate::replay_origin::clear_at_transaction_end();
-    PREVIOUS = pg_sys::ProcessUtility_hook;
-    pg_sys::ProcessUtility_hook = Some(process_utility);
+    install_hook();
 }
 
 /// Whether `node` is a `DROP ... CASCADE` (needed to rewrite a partly temporary DROP).
@@ -31,7 +29,7 @@ unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
         && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
 }
 
-ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
+ddl_server::process_utility_hook!(fn install_hook, before, after);
 
 /// Pushes the statement (with the `ddl` option it may carry) and captures what must be
 /// captured before it runs.

@@ -33,7 +33,6 @@ pub mod seal;
 mod shape;
 mod statement;
 pub mod stats;
-pub mod text;
 mod trigger;
 mod volatile;
 

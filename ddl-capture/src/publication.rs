@@ -7,7 +7,7 @@
 //! silently drop every DDL event.
 
 use ddl_filter::DdlKinds;
-use pgrx::list::PgList;
+use ddl_server::options;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
@@ -41,12 +41,6 @@ unsafe fn options_of(
     }
 }
 
-unsafe fn find_ddl(options: *mut pg_sys::List) -> Option<*mut pg_sys::DefElem> {
-    PgList::<pg_sys::DefElem>::from_pg(options)
-        .iter_ptr()
-        .find(|def| CStr::from_ptr((**def).defname).to_bytes() == b"ddl")
-}
-
 /// Takes the `ddl` option out of a CREATE/ALTER PUBLICATION, after validating it.
 ///
 /// # Safety
@@ -56,10 +50,7 @@ pub unsafe fn take_ddl_option(
     read_only_tree: bool,
 ) -> Option<Request> {
     let (options, _) = options_of((*pstmt).utilityStmt)?;
-    let def = find_ddl(*options)?;
-    let text = CStr::from_ptr(pg_sys::defGetString(def))
-        .to_string_lossy()
-        .into_owned();
+    let text = options::string_value(options::find(*options, "ddl")?);
     let kinds = match DdlKinds::parse(&text) {
         Ok(kinds) => kinds,
         Err(e) => {
@@ -78,17 +69,11 @@ pub unsafe fn take_ddl_option(
             "Run CREATE EXTENSION ddl_sync in this database first."
         );
     }
-    // The tree may be cached (a prepared statement, a plpgsql plan): change a copy.
-    let pstmt = if read_only_tree {
-        pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>()
-    } else {
-        pstmt
-    };
+    let pstmt = options::writable(pstmt, read_only_tree);
     let (options, pubname) = options_of((*pstmt).utilityStmt)?;
-    let def = find_ddl(*options)?;
-    *options = pg_sys::list_delete_ptr(*options, def.cast());
+    options::remove(options, "ddl");
     let is_alter = (*(*pstmt).utilityStmt).type_ == pg_sys::NodeTag::T_AlterPublicationStmt;
-    let publication = CStr::from_ptr(pubname).to_string_lossy().into_owned();
+    let publication = ddl_server::text::utf8_ptr(pubname);
     if is_alter && (*options).is_null() {
         // Nothing left for AlterPublication: check what it would have checked.
         let oid = pg_sys::get_publication_oid(pubname, false);

@@ -36,7 +36,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_set_replay_origin(active: bool, sysid: 
 /// Call once per process, from `_PG_init`.
 pub unsafe fn clear_at_transaction_end() {
     xact::at_end(|end| {
-        if !matches!(end, End::SubAborted { .. }) {
+        if matches!(end, End::Committed | End::Committing | End::Aborted) {
             ORIGIN.set(None);
         }
     });

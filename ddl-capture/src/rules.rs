@@ -256,7 +256,7 @@ pub(crate) unsafe fn scan(
             ddl: value(7) as i32,
             extra: v[8].map(|d| {
                 let text = pg_sys::text_to_cstring(d.cast_mut_ptr());
-                crate::text::utf8(CStr::from_ptr(text))
+                ddl_server::text::utf8(CStr::from_ptr(text))
             }),
         };
         each(rel, tuple, row);

@@ -406,7 +406,7 @@ unsafe fn namespace_oid(schema: &str) -> u32 {
         return 0;
     }
     // The name went to UTF-8 for the record; the catalog has it in the database encoding.
-    let (name, len) = crate::text::in_server_encoding(schema);
+    let (name, len) = ddl_server::text::in_server_encoding(schema);
     let name = std::slice::from_raw_parts(name.cast::<u8>(), len);
     match std::ffi::CString::new(name) {
         Ok(name) => u32::from(pg_sys::get_namespace_oid(name.as_ptr(), true)),
@@ -417,13 +417,13 @@ unsafe fn namespace_oid(schema: &str) -> u32 {
 /// The statement's text in UTF-8 (records are UTF-8 whatever the server encoding).
 unsafe fn statement_text(s: &Statement) -> String {
     let query = CStr::from_ptr(s.query);
-    let whole = crate::text::utf8(query);
+    let whole = ddl_server::text::utf8(query);
     let (start, end) = statement_bytes(s);
     if start == 0 && end == query.to_bytes().len() {
         return statement::cut(&whole, -1, 0).to_string();
     }
     let part = std::ffi::CString::new(&query.to_bytes()[start..end]).unwrap_or_default();
-    statement::cut(&crate::text::utf8(&part), -1, 0).to_string()
+    statement::cut(&ddl_server::text::utf8(&part), -1, 0).to_string()
 }
 
 /// Where the statement is in its query string, in bytes of the server encoding (which
@@ -457,7 +457,7 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
     let spliced = std::ffi::CString::new(spliced).ok()?;
     Some(Recorded {
         tag: None,
-        sql: statement::cut(&crate::text::utf8(&spliced), -1, 0).to_string(),
+        sql: statement::cut(&ddl_server::text::utf8(&spliced), -1, 0).to_string(),
         tables: None,
     })
 }
@@ -477,7 +477,7 @@ impl Session {
             if p.is_null() {
                 String::new()
             } else {
-                crate::text::utf8(CStr::from_ptr(p))
+                ddl_server::text::utf8(CStr::from_ptr(p))
             }
         };
         // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.

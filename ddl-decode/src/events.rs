@@ -136,7 +136,7 @@ unsafe fn form_tuple(
 /// text columns from the server encoding to the client's, so UTF-8 bytes left as they are in a
 /// LATIN1 database would reach a UTF-8 subscriber encoded twice (`café` as `cafÃ©`).
 unsafe fn server_text(s: &str) -> pg_sys::Datum {
-    let (text, len) = ddl_capture::text::in_server_encoding(s);
+    let (text, len) = ddl_server::text::in_server_encoding(s);
     pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(text, len as i32))
 }
 

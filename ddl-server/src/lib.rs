@@ -6,10 +6,13 @@
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
+//! - [`shmem`]: shared memory of a preloaded library, its hooks registered once;
+//! - [`options`]: our options in a statement's `WITH (...)`, taken out before PostgreSQL reads them;
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
 //! - [`xact`]: PostgreSQL's transaction callbacks registered once, for every piece of backend
 //!   state that must not outlive its (sub)transaction;
 //! - [`subscription_rel`]: which tables a subscription applies rows to;
+//! - [`text`]: server strings to UTF-8 and back, converted, never reinterpreted;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -17,7 +20,10 @@
 
 pub mod guc;
 pub mod log;
+pub mod options;
+pub mod shmem;
 pub mod subscription_rel;
+pub mod text;
 pub mod utility;
 pub mod xact;
 

@@ -13,7 +13,7 @@
 //! hook's frame as raised), and a guarded `after`:
 //!
 //! ```ignore
-//! ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
+//! ddl_server::process_utility_hook!(pub(crate) fn install_hook, before, after);
 //! ```
 //!
 //! The hook's own frame then must hold nothing that needs dropping while the statement runs
@@ -85,17 +85,33 @@ impl UtilityCall {
     }
 }
 
-/// Defines the hook function `$name` (give it to `ProcessUtility_hook`): it runs the guarded
+/// Defines `unsafe fn $install()`, which installs a ProcessUtility hook chained to the one
+/// installed before it (call it once per process, from `_PG_init`). The hook runs the guarded
 /// `$before` (`unsafe extern "C-unwind" fn(*mut UtilityCall) -> Before`), then the statement
-/// through `$previous` (the `ProcessUtility_hook_type` saved at installation) unguarded, then
-/// the guarded `$after` (`unsafe extern "C-unwind" fn(usize)`) with the depth `$before` gave.
+/// through the previous hook (or PostgreSQL's own) unguarded, then the guarded `$after`
+/// (`unsafe extern "C-unwind" fn(usize)`) with the depth `$before` gave. One per module.
 #[macro_export]
 macro_rules! process_utility_hook {
-    ($name:ident, $previous:expr, $before:path, $after:path) => {
+    ($vis:vis fn $install:ident, $before:path, $after:path) => {
+        /// The hook that was installed before ours.
+        static mut PREVIOUS_PROCESS_UTILITY: ::pgrx::pg_sys::ProcessUtility_hook_type = None;
+
+        /// Installs the ProcessUtility hook, chained to the one installed before.
+        ///
+        /// # Safety
+        /// Call once per process, from `_PG_init`.
+        $vis unsafe fn $install() {
+            // SAFETY: `_PG_init` runs before any statement, in one thread.
+            unsafe {
+                PREVIOUS_PROCESS_UTILITY = ::pgrx::pg_sys::ProcessUtility_hook;
+                ::pgrx::pg_sys::ProcessUtility_hook = Some(process_utility);
+            }
+        }
+
         /// Not guarded, and holding nothing to drop: an ERROR of the statement passes through
         /// untouched (see `ddl_server::utility`).
         #[allow(clippy::too_many_arguments)] // ProcessUtility_hook_type
-        unsafe extern "C-unwind" fn $name(
+        unsafe extern "C-unwind" fn process_utility(
             pstmt: *mut ::pgrx::pg_sys::PlannedStmt,
             query_string: *const ::std::ffi::c_char,
             read_only_tree: bool,
@@ -115,11 +131,14 @@ macro_rules! process_utility_hook {
                 dest,
                 qc,
             };
-            let before = $before(&mut call);
+            // SAFETY: PostgreSQL's hook contract; `$before` and `$after` are guarded.
+            let before = unsafe { $before(&mut call) };
             if before.run {
-                call.run($previous);
+                // SAFETY: set once by the install function, before any statement.
+                call.run(unsafe { PREVIOUS_PROCESS_UTILITY });
             }
-            $after(before.depth);
+            // SAFETY: as for `$before`.
+            unsafe { $after(before.depth) };
         }
     };
 }
@@ -186,7 +205,7 @@ impl<T> StatementStack<T> {
         match end {
             End::SubAborted { level } => self.entries.retain(|(pushed, _)| *pushed < level),
             End::Aborted => self.entries.clear(),
-            End::Committed => {}
+            End::Committing | End::Committed | End::SubCommitted { .. } => {}
         }
     }
 }

@@ -1,17 +1,23 @@
-//! Backend state that must not outlive its transaction: one registration of PostgreSQL's
-//! transaction callbacks per library, shared by everything in it that keeps such state.
+//! Transactions: backend state that must not outlive its transaction (one registration of
+//! PostgreSQL's transaction callbacks per library, shared by everything in it that keeps such
+//! state), and subtransactions that catch an ERROR ([`in_subtransaction`]).
 
 use pgrx::pg_sys;
+use pgrx::PgTryBuilder;
 use std::cell::RefCell;
 
 /// How a transaction or subtransaction ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
-    /// The transaction is committing or preparing (every commit-side event, the `PRE_` ones
-    /// included, so this can come more than once per transaction).
+    /// The transaction is about to commit or be prepared (the `PRE_` events): its statements
+    /// are done, the commit may still fail.
+    Committing,
+    /// The transaction committed or was prepared.
     Committed,
     /// The transaction aborted.
     Aborted,
+    /// A subtransaction at nesting `level` committed into its parent.
+    SubCommitted { level: i32 },
     /// A subtransaction at nesting `level` aborted.
     SubAborted { level: i32 },
 }
@@ -23,7 +29,7 @@ thread_local! {
     static LISTENERS: RefCell<Vec<Listener>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Calls `listener` at the end of every transaction and at the abort of every subtransaction.
+/// Calls `listener` at the end of every transaction and subtransaction.
 ///
 /// # Safety
 /// Call from `_PG_init` (a listener runs inside PostgreSQL's transaction callbacks: it must
@@ -54,7 +60,10 @@ unsafe extern "C-unwind" fn xact_callback(
     use pg_sys::XactEvent as E;
     tell(match event {
         E::XACT_EVENT_ABORT | E::XACT_EVENT_PARALLEL_ABORT => End::Aborted,
-        _ => End::Committed,
+        E::XACT_EVENT_COMMIT | E::XACT_EVENT_PARALLEL_COMMIT | E::XACT_EVENT_PREPARE => {
+            End::Committed
+        }
+        _ => End::Committing,
     });
 }
 
@@ -64,9 +73,78 @@ unsafe extern "C-unwind" fn subxact_callback(
     _parent: pg_sys::SubTransactionId,
     _: *mut std::ffi::c_void,
 ) {
-    if event == pg_sys::SubXactEvent::SUBXACT_EVENT_ABORT_SUB {
-        // SAFETY: the callback runs inside the aborting subtransaction, whose level this is.
+    use pg_sys::SubXactEvent as E;
+    if event == E::SUBXACT_EVENT_ABORT_SUB || event == E::SUBXACT_EVENT_COMMIT_SUB {
+        // SAFETY: the callback runs inside the ending subtransaction, whose level this is.
         let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
-        tell(End::SubAborted { level });
+        tell(if event == E::SUBXACT_EVENT_ABORT_SUB {
+            End::SubAborted { level }
+        } else {
+            End::SubCommitted { level }
+        });
+    }
+}
+
+/// An ERROR caught by [`in_subtransaction`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaughtError {
+    /// Its SQLSTATE, packed as `ErrorData.sqlerrcode` (`MAKE_SQLSTATE`).
+    pub sqlstate: i32,
+    /// Its message.
+    pub message: String,
+}
+
+impl std::fmt::Display for CaughtError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and comes back as
+/// a [`CaughtError`], and so does a value `keep` rejects (a failure reported without an ERROR, such
+/// as an adapter's fatal result, undoes what came before it as an ERROR would). For the `skip`
+/// conflict policy, and for lookups that may fail where failing is an answer.
+///
+/// Runs in a transaction; `f` must leave the memory context and resource owner as it found
+/// them (both are restored after it anyway).
+pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Result<T, CaughtError> {
+    // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
+    // subtransaction, and the caller only restores the role it saved before.
+    let f = std::panic::AssertUnwindSafe(f);
+    // SAFETY: the pattern of PL/pgSQL's exception blocks: begin, then release or roll back,
+    // restoring the memory context and resource owner of the caller either way; `f` runs in
+    // the subtransaction, and an ERROR it raises is caught before the subtransaction is gone.
+    unsafe {
+        let memory = pg_sys::CurrentMemoryContext;
+        let owner = pg_sys::CurrentResourceOwner;
+        pg_sys::BeginInternalSubTransaction(std::ptr::null());
+        pg_sys::MemoryContextSwitchTo(memory);
+        PgTryBuilder::new(|| {
+            let value = f();
+            if keep(&value) {
+                pg_sys::ReleaseCurrentSubTransaction();
+            } else {
+                pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            }
+            pg_sys::MemoryContextSwitchTo(memory);
+            pg_sys::CurrentResourceOwner = owner;
+            Ok(value)
+        })
+        .catch_others(|error| {
+            pg_sys::MemoryContextSwitchTo(memory);
+            let caught = match &error {
+                pg_sys::panic::CaughtError::PostgresError(e)
+                | pg_sys::panic::CaughtError::ErrorReport(e)
+                | pg_sys::panic::CaughtError::RustPanic { ereport: e, .. } => CaughtError {
+                    sqlstate: e.sql_error_code() as i32,
+                    message: e.message().to_string(),
+                },
+            };
+            pg_sys::RollbackAndReleaseCurrentSubTransaction();
+            pg_sys::MemoryContextSwitchTo(memory);
+            pg_sys::CurrentResourceOwner = owner;
+            Err(caught)
+        })
+        .execute()
     }
 }

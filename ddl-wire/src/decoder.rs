@@ -1,9 +1,9 @@
 //! [`StreamDecoder`]: message parsing that follows the stream's state.
 
 use crate::message::{
-    type_name, DELETE_TAG, INSERT_TAG, MESSAGE_TAG, ORIGIN_TAG, RELATION_TAG, STREAM_ABORT_TAG,
-    STREAM_COMMIT_TAG, STREAM_PREPARE_TAG, STREAM_START_TAG, STREAM_STOP_TAG, TRUNCATE_TAG,
-    TYPE_TAG, UPDATE_TAG,
+    message_type_name, DELETE_TAG, INSERT_TAG, MESSAGE_TAG, ORIGIN_TAG, RELATION_TAG,
+    STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG, STREAM_START_TAG, STREAM_STOP_TAG,
+    TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,
 };
 use crate::{Error, ErrorKind, Message, ProtocolContext, Streaming};
 
@@ -95,7 +95,7 @@ impl StreamDecoder {
                 RELATION_TAG | TYPE_TAG | INSERT_TAG | UPDATE_TAG | DELETE_TAG | TRUNCATE_TAG
                 | MESSAGE_TAG | ORIGIN_TAG | STREAM_STOP_TAG => Ok(()),
                 // Unknown types are for the parser to report.
-                _ if type_name(tag).is_none() => Ok(()),
+                _ if message_type_name(tag).is_none() => Ok(()),
                 // Transaction boundaries: pgoutput asserts it is not streaming when it sends them.
                 _ => refuse(ErrorKind::NotAllowedInStream),
             }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::message::type_name;
+use crate::message::message_type_name;
 use crate::Streaming;
 
 /// Why a message could not be parsed, decoded or written, and where.
@@ -134,7 +134,7 @@ impl fmt::Display for Error {
         if let Some(n) = self.message_number {
             write!(f, "message {n}: ")?;
         }
-        let name = self.message_tag.and_then(type_name);
+        let name = self.message_tag.and_then(message_type_name);
         if let (Some(name), Some(tag)) = (name, self.message_tag) {
             write!(f, "{name} ({}): ", ByteLiteral(tag))?;
         }

@@ -473,7 +473,10 @@ mod tests {
 
     /// Each column's [`text_value`], in text format.
     fn text_values(names: &[&str]) -> Vec<TupleValue<'static>> {
-        names.iter().map(|n| TupleValue::Text(text_value(n))).collect()
+        names
+            .iter()
+            .map(|n| TupleValue::Text(text_value(n)))
+            .collect()
     }
 
     fn parse_relation(bytes: &[u8]) -> Result<Option<EventsRelation>, EventError> {

@@ -52,30 +52,36 @@ pub const ROLLBACK_PREPARED_TAG: u8 = b'r';
 /// Stream Prepare, `'p'` (protocol 3).
 pub const STREAM_PREPARE_TAG: u8 = b'p';
 
-/// The name protocol.sgml gives a message type.
-pub(crate) fn type_name(tag: u8) -> Option<&'static str> {
-    Some(match tag {
-        BEGIN_TAG => "Begin",
-        COMMIT_TAG => "Commit",
-        ORIGIN_TAG => "Origin",
-        RELATION_TAG => "Relation",
-        TYPE_TAG => "Type",
-        INSERT_TAG => "Insert",
-        UPDATE_TAG => "Update",
-        DELETE_TAG => "Delete",
-        TRUNCATE_TAG => "Truncate",
-        MESSAGE_TAG => "Message",
-        STREAM_START_TAG => "Stream Start",
-        STREAM_STOP_TAG => "Stream Stop",
-        STREAM_COMMIT_TAG => "Stream Commit",
-        STREAM_ABORT_TAG => "Stream Abort",
-        BEGIN_PREPARE_TAG => "Begin Prepare",
-        PREPARE_TAG => "Prepare",
-        COMMIT_PREPARED_TAG => "Commit Prepared",
-        ROLLBACK_PREPARED_TAG => "Rollback Prepared",
-        STREAM_PREPARE_TAG => "Stream Prepare",
-        _ => return None,
-    })
+/// Every message type of pgoutput (PostgreSQL 15's proto.c) with the name protocol.sgml gives
+/// it: transaction and row messages first, then those of streaming and two-phase commit.
+pub const MESSAGE_TYPES: [(u8, &str); 19] = [
+    (BEGIN_TAG, "Begin"),
+    (ORIGIN_TAG, "Origin"),
+    (RELATION_TAG, "Relation"),
+    (TYPE_TAG, "Type"),
+    (INSERT_TAG, "Insert"),
+    (UPDATE_TAG, "Update"),
+    (DELETE_TAG, "Delete"),
+    (TRUNCATE_TAG, "Truncate"),
+    (MESSAGE_TAG, "Message"),
+    (COMMIT_TAG, "Commit"),
+    (STREAM_START_TAG, "Stream Start"),
+    (STREAM_STOP_TAG, "Stream Stop"),
+    (STREAM_COMMIT_TAG, "Stream Commit"),
+    (STREAM_ABORT_TAG, "Stream Abort"),
+    (BEGIN_PREPARE_TAG, "Begin Prepare"),
+    (PREPARE_TAG, "Prepare"),
+    (COMMIT_PREPARED_TAG, "Commit Prepared"),
+    (ROLLBACK_PREPARED_TAG, "Rollback Prepared"),
+    (STREAM_PREPARE_TAG, "Stream Prepare"),
+];
+
+/// The name protocol.sgml gives the message type `tag`; `None` for a byte that is none.
+pub fn message_type_name(tag: u8) -> Option<&'static str> {
+    MESSAGE_TYPES
+        .iter()
+        .find(|(t, _)| *t == tag)
+        .map(|(_, name)| *name)
 }
 
 /// The lowest `proto_version` in which pgoutput sends this message type (1 for unknown types,

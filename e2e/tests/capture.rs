@@ -185,6 +185,15 @@ fn bad_ddl_option_and_missing_extension_are_clear_errors() {
         .to_string();
     assert!(err.contains("unknown ddl kind \"tabel\""), "{err}");
     assert!(err.contains("valid: table, index"), "{err}");
+    // A repeated option is PostgreSQL's own error, as for its options.
+    let err = pg
+        .psql(
+            "postgres",
+            "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'table', ddl = 'all')",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("conflicting or redundant options"), "{err}");
     pg.psql("postgres", "CREATE DATABASE plain").unwrap();
     let err = pg
         .psql(

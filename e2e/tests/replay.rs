@@ -327,8 +327,8 @@ fn statements_run_as_their_role_with_their_search_path() {
         ),
         "app|applied|\nghost|refused|role \"ghost\" does not exist on this subscriber; create it \
          (with the rights it should have here), or name a ddl_fallback_role, and the statement \
-         can be replayed; ghost_s.t2 was made from the publisher's definition, owned by postgres: \
-         the statement did not make it here; its columns and key only"
+         can be replayed; ghost_s.t2 was made from the publisher's definition, its columns and \
+         key only, owned by postgres: the statement did not make it here"
     );
     // A fallback role the subscription names replays them instead; never a superuser.
     let err = subscriber
@@ -397,4 +397,90 @@ fn statements_run_as_their_role_with_their_search_path() {
             Err(n)
         }
     });
+}
+
+/// Under `ddl_conflict = 'skip'`, a statement that fails for a reason that passes (here
+/// `lock_timeout`: a session of the subscriber holds the table) is not skipped: the apply
+/// worker stops with the statement's own SQLSTATE and PostgreSQL retries the transaction,
+/// which applies once the lock is gone. Only failures retrying would not fix are skipped.
+#[test]
+fn a_failure_that_passes_is_retried_not_skipped() {
+    let (publisher, subscriber) = ddl_e2e::subscribed_pair("replay-transient", "skip");
+    query(
+        &subscriber,
+        "ALTER DATABASE postgres SET lock_timeout = '200ms';
+         ALTER SYSTEM SET log_error_verbosity = 'verbose'; SELECT pg_reload_conf();",
+    );
+    // A new apply worker, which has the setting.
+    let workers = |what: &str, count: &str| {
+        wait_for(what, TIMEOUT, || {
+            let n = query(
+                &subscriber,
+                "SELECT count(pid) FROM pg_stat_subscription WHERE subname = 'sub'",
+            );
+            if n == count {
+                Ok(())
+            } else {
+                Err(n)
+            }
+        })
+    };
+    query(&subscriber, "ALTER SUBSCRIPTION sub DISABLE");
+    workers("the apply worker to stop", "0");
+    query(&subscriber, "ALTER SUBSCRIPTION sub ENABLE");
+    workers("a new apply worker", "1");
+    let holder = {
+        let subscriber = subscriber.connstr("postgres");
+        std::thread::spawn(move || {
+            let out = Command::new("psql")
+                .args([
+                    subscriber.as_str(),
+                    "-c",
+                    "BEGIN; LOCK TABLE t; SELECT pg_sleep(3); COMMIT;",
+                ])
+                .output()
+                .expect("psql runs");
+            assert!(out.status.success(), "{out:?}");
+        })
+    };
+    wait_for("the lock on t", TIMEOUT, || {
+        let held = query(
+            &subscriber,
+            "SELECT count(*) FROM pg_locks WHERE relation = 't'::regclass AND granted",
+        );
+        if held == "0" {
+            Err(held)
+        } else {
+            Ok(())
+        }
+    });
+    query(
+        &publisher,
+        "ALTER TABLE t ADD COLUMN note text; INSERT INTO t VALUES (1, 'after');",
+    );
+    holder.join().expect("the lock holder ends");
+    ddl_e2e::wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(&subscriber, "SELECT note FROM t WHERE id = 1"),
+        "after"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT status FROM ddl_sync.apply_log WHERE sql LIKE 'ALTER TABLE t ADD COLUMN note%'"
+        ),
+        "applied"
+    );
+    let log = std::fs::read_to_string(subscriber.log_path()).unwrap_or_default();
+    assert!(
+        log.contains(
+            "ERROR:  55P03: ddl_sync: replay of \"ALTER TABLE t ADD COLUMN note text\" failed: \
+             canceling statement due to lock timeout"
+        ),
+        "the retry, with the statement's SQLSTATE, is in the log: {}",
+        log.lines()
+            .filter(|l| l.contains("lock timeout"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }

@@ -310,7 +310,8 @@ fn a_table_the_statement_could_not_make_here_is_made_from_its_definition() {
     assert!(
         liked[0].starts_with("failed|relation \"scratch\" does not exist")
             && liked[0].contains(
-                "public.liked was made from the publisher's definition, owned by postgres"
+                "public.liked was made from the publisher's definition, its columns and key \
+                 only, owned by postgres"
             ),
         "{liked:?}"
     );
@@ -377,5 +378,43 @@ fn types_the_subscriber_lacks_become_text_and_missing_columns_are_added() {
                  text: type public.mood does not exist here)"
             ),
         "{t:?}"
+    );
+}
+
+/// A table made from its definition belongs to the role the statement ran as, as if the
+/// statement had made it: that role's later statements about it replay (here its DROP).
+#[test]
+fn a_table_made_from_its_definition_is_its_roles_to_drop() {
+    let (publisher, subscriber) = subscribed_pair("wedge-definition-owner", "skip");
+    for pg in [&publisher, &subscriber] {
+        query(pg, "CREATE ROLE app");
+    }
+    query(&publisher, "CREATE SCHEMA s_app AUTHORIZATION app");
+    query(
+        &publisher,
+        "SET ROLE app;
+         CREATE TEMP TABLE scratch (a int);
+         CREATE TABLE s_app.liked (LIKE scratch);
+         INSERT INTO s_app.liked VALUES (1);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT pg_get_userbyid(relowner) || ' ' || (SELECT count(*) FROM s_app.liked)
+               FROM pg_class WHERE oid = 's_app.liked'::regclass"
+        ),
+        "app 1"
+    );
+    query(&publisher, "SET ROLE app; DROP TABLE s_app.liked");
+    stream_goes_on(&publisher, &subscriber, 2);
+    assert_eq!(
+        query(&subscriber, "SELECT to_regclass('s_app.liked') IS NULL"),
+        "t"
+    );
+    let log = log_of(&subscriber, "s_app.liked");
+    assert!(
+        log[0].contains("its columns and key only, owned by app") && log[1] == "applied|",
+        "{log:?}"
     );
 }

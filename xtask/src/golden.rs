@@ -270,28 +270,8 @@ PREPARE TRANSACTION 'golden_large';
 COMMIT PREPARED 'golden_large';
 "#;
 
-/// Every message type of PostgreSQL 15's pgoutput (proto.c), in the order the summary prints.
-const TAGS: &[(u8, &str)] = &[
-    (b'B', "Begin"),
-    (b'O', "Origin"),
-    (b'R', "Relation"),
-    (b'Y', "Type"),
-    (b'I', "Insert"),
-    (b'U', "Update"),
-    (b'D', "Delete"),
-    (b'T', "Truncate"),
-    (b'M', "Message"),
-    (b'C', "Commit"),
-    (b'S', "Stream Start"),
-    (b'E', "Stream Stop"),
-    (b'c', "Stream Commit"),
-    (b'A', "Stream Abort"),
-    (b'b', "Begin Prepare"),
-    (b'P', "Prepare"),
-    (b'K', "Commit Prepared"),
-    (b'r', "Rollback Prepared"),
-    (b'p', "Stream Prepare"),
-];
+/// Every message type of PostgreSQL 15's pgoutput, in the order the summary prints.
+const TAGS: &[(u8, &str)] = &ddl_wire::MESSAGE_TYPES;
 
 /// Variants the workload is there for, found in the parsed messages.
 const FEATURES: &[&str] = &[

@@ -44,9 +44,9 @@ impl Context {
                 Outcome::Success
             }
             Ok(None) => {
-                Outcome::Fatal(format!("configuration parameter \"{name}\" does not exist"))
+                Outcome::fatal(format!("configuration parameter \"{name}\" does not exist"))
             }
-            Err(e) => Outcome::Fatal(format!("cannot set \"{name}\" to \"{value}\": {e}")),
+            Err(e) => Outcome::fatal(format!("cannot set \"{name}\" to \"{value}\": {e}")),
         }
     }
 
@@ -57,7 +57,7 @@ impl Context {
         while let Some(s) = self.saved_settings.pop() {
             let step = match host.set_setting(&s.name, &s.previous) {
                 Ok(_) => Outcome::Success,
-                Err(e) => Outcome::Fatal(format!("cannot restore \"{}\": {e}", s.name)),
+                Err(e) => Outcome::fatal(format!("cannot restore \"{}\": {e}", s.name)),
             };
             outcome = outcome.and(step);
         }
@@ -104,7 +104,9 @@ mod tests {
         let mut host = Settings::default();
         let mut ctx = Context::default();
         let outcome = ctx.set_setting(&mut host, "nope", "x");
-        assert!(matches!(outcome, Outcome::Fatal(m) if m.contains("\"nope\" does not exist")));
+        assert!(
+            matches!(outcome, Outcome::Fatal(m) if m.message.contains("\"nope\" does not exist"))
+        );
         assert!(ctx.saved_settings.is_empty());
     }
 }

@@ -32,7 +32,7 @@ mod outcome;
 mod registry;
 
 pub use crate::context::{Context, SavedSetting};
-pub use crate::outcome::Outcome;
+pub use crate::outcome::{Failure, Outcome, SqlState};
 pub use crate::registry::{Registry, Replaced};
 
 /// What an adapter may ask of the server it replays on.

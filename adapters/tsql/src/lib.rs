@@ -58,7 +58,7 @@ mod tests {
         fn execute(&mut self, sql: &str) -> Outcome {
             self.log.push(format!("exec[{}] {sql}", self.dialect));
             if self.fail_execute {
-                Outcome::Fatal("boom".into())
+                Outcome::fatal("boom")
             } else {
                 Outcome::Success
             }
@@ -102,7 +102,7 @@ mod tests {
             fail_execute: true,
             ..Default::default()
         };
-        assert_eq!(replay(&mut host), Outcome::Fatal("boom".into()));
+        assert_eq!(replay(&mut host), Outcome::fatal("boom"));
         assert_eq!(host.dialect, "postgres");
     }
 }

@@ -2,7 +2,7 @@
 //! `ddl_sync_register_adapter` with a `DdlSyncAdapter` (see `include/ddl_sync_adapter.h`, the
 //! contract; the structs here mirror it field for field).
 
-use ddl_adapter::{Adapter, Context, Host, Outcome};
+use ddl_adapter::{Adapter, Context, Failure, Host, Outcome};
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
 use std::cell::RefCell;
@@ -191,9 +191,9 @@ impl CAdapter {
         };
         match code {
             SUCCESS => Outcome::Success,
-            RETRYABLE => Outcome::Retryable(why()),
-            FATAL => Outcome::Fatal(why()),
-            other => Outcome::Fatal(format!(
+            RETRYABLE => Outcome::Retryable(Failure::new(why())),
+            FATAL => Outcome::fatal(why()),
+            other => Outcome::fatal(format!(
                 "adapter \"{}\" returned {other}, not a DdlSyncResult",
                 self.name
             )),
@@ -217,7 +217,7 @@ impl Adapter for CAdapter {
     }
     fn execute_ddl(&self, ctx: &mut Context, host: &mut dyn Host, sql: &str) -> Outcome {
         let Ok(sql) = CString::new(sql) else {
-            return Outcome::Fatal("the statement contains a NUL byte".into());
+            return Outcome::fatal("the statement contains a NUL byte");
         };
         let execute = self.execute_ddl;
         // SAFETY: as above.
@@ -261,8 +261,9 @@ unsafe fn bridge<'a>(c: *mut DdlSyncContext) -> &'a mut Bridge<'a> {
 unsafe fn report(c: *mut DdlSyncContext, bridge: &mut Bridge<'_>, outcome: Outcome) -> c_int {
     let (code, why) = match outcome {
         Outcome::Success => return SUCCESS,
-        Outcome::Retryable(why) => (RETRYABLE, why),
-        Outcome::Fatal(why) => (FATAL, why),
+        Outcome::Retryable(why) => (RETRYABLE, why.message),
+        Outcome::Fatal(why) => (FATAL, why.message),
+        _ => (FATAL, "an outcome this version does not know".to_string()),
     };
     bridge.message = CString::new(why.replace('\0', "")).unwrap_or_default();
     (*c).message = bridge.message.as_ptr();

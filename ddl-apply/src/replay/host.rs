@@ -2,7 +2,7 @@
 
 use crate::replay::statement::{self, Checked};
 use crate::replay::{apply_code, detach, tablespace};
-use ddl_adapter::{Context, Host, Outcome};
+use ddl_adapter::{Context, Failure, Host, Outcome, SqlState};
 use ddl_server::guc::with_search_path;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -145,6 +145,34 @@ impl ServerHost {
     }
 }
 
+/// The role a statement of `role` runs as here, as [`ServerHost::enter_role`] and
+/// [`ServerHost::enter_fallback`] would choose it, without becoming it: `role` when it exists
+/// and the subscription owner may become it, else the fallback role for a role missing here
+/// (never a superuser); `None` when the statement would be refused.
+pub fn replay_role(role: &str, fallback: Option<&str>) -> Option<String> {
+    let may_become = |name: &str, superuser_ok: bool| {
+        let Ok(name) = CString::new(name) else {
+            return false;
+        };
+        // SAFETY: catalog lookups.
+        unsafe {
+            let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
+            roleid != pg_sys::InvalidOid
+                && (superuser_ok || !pg_sys::superuser_arg(roleid))
+                && pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid)
+        }
+    };
+    if !role.is_empty() && may_become(role, true) {
+        return Some(role.to_string());
+    }
+    match fallback {
+        Some(fallback) if !role_exists(role) && may_become(fallback, false) => {
+            Some(fallback.to_string())
+        }
+        _ => None,
+    }
+}
+
 /// Whether a role named `role` exists here.
 pub fn role_exists(role: &str) -> bool {
     let Ok(name) = CString::new(role) else {
@@ -212,7 +240,7 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         c.as_ref()
             .map(|c| (c.tag.clone(), c.kind, c.search_path.clone()))
     }) else {
-        return Outcome::Fatal("no DDL event is being replayed".into());
+        return Outcome::fatal("no DDL event is being replayed");
     };
     // Names resolve as the statement will resolve them: with the event's search_path.
     let checked = with_search_path(&search_path, || {
@@ -228,11 +256,11 @@ pub fn execute_claimed(sql: &str) -> Outcome {
                     c.refusal.get_or_insert_with(|| reason.clone());
                 }
             });
-            return Outcome::Fatal(reason);
+            return Outcome::fatal(reason);
         }
     };
     let Ok(text) = CString::new(sql) else {
-        return Outcome::Fatal("the statement contains a NUL byte".into());
+        return Outcome::fatal("the statement contains a NUL byte");
     };
     // SAFETY: reads the current user's catalog row.
     if unsafe { pg_sys::superuser() } {
@@ -248,7 +276,7 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         run_parsed(&parsed, &text, sql, &search_path);
         apply_code::refusal(since)
     };
-    match in_subtransaction(attempt, Option::is_none) {
+    match ddl_server::xact::in_subtransaction(attempt, Option::is_none) {
         Ok(None) => Outcome::Success,
         Ok(Some(reason)) => {
             let reason = format!("\"{sql}\" is refused: {reason}");
@@ -257,9 +285,29 @@ pub fn execute_claimed(sql: &str) -> Outcome {
                     c.refusal.get_or_insert_with(|| reason.clone());
                 }
             });
-            Outcome::Fatal(reason)
+            Outcome::fatal(reason)
         }
-        Err(message) => Outcome::Fatal(message),
+        Err(caught) => outcome_of(caught),
+    }
+}
+
+/// The outcome of a statement that raised `caught`: retryable when its SQLSTATE passes.
+pub fn outcome_of(caught: ddl_server::xact::CaughtError) -> Outcome {
+    Outcome::failed(SqlState::from_packed(caught.sqlstate), caught.message)
+}
+
+/// Raises `message` as an ERROR with `failure`'s SQLSTATE (`XX000` when it has none).
+pub fn raise(failure: &Failure, message: &str) -> ! {
+    let code = failure
+        .sqlstate
+        .map_or(PgSqlErrorCode::ERRCODE_INTERNAL_ERROR, |s| {
+            PgSqlErrorCode::from(s.packed())
+        });
+    ereport!(ERROR, code, message.to_string());
+    // ereport(ERROR) does not return; pgrx's macro is not typed `!`.
+    #[allow(unreachable_code)]
+    {
+        unreachable!()
     }
 }
 
@@ -312,50 +360,6 @@ pub fn set_replay_origin(origin: Option<(i64, u64)>) {
         let setter: Setter = std::mem::transmute::<*mut std::ffi::c_void, Setter>(f);
         let (sysid, lsn) = origin.unwrap_or_default();
         setter(origin.is_some(), sysid as u64, lsn);
-    }
-}
-
-/// Runs `f` in a subtransaction: an ERROR inside rolls back only what `f` did and comes back as
-/// its message, and so does a value `keep` rejects (a failure reported without an ERROR, such
-/// as an adapter's fatal result, undoes what came before it as an ERROR would). For the `skip`
-/// conflict policy, and for lookups that may fail where failing is an answer.
-pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Result<T, String> {
-    // Unwind-safe enough: after an ERROR, what `f` changed in the server is rolled back with the
-    // subtransaction, and the caller only restores the role it saved before.
-    let f = std::panic::AssertUnwindSafe(f);
-    // SAFETY: the pattern of PL/pgSQL's exception blocks: begin, then release or roll back,
-    // restoring the memory context and resource owner of the caller either way.
-    unsafe {
-        let memory = pg_sys::CurrentMemoryContext;
-        let owner = pg_sys::CurrentResourceOwner;
-        pg_sys::BeginInternalSubTransaction(std::ptr::null());
-        pg_sys::MemoryContextSwitchTo(memory);
-        PgTryBuilder::new(|| {
-            let value = f();
-            if keep(&value) {
-                pg_sys::ReleaseCurrentSubTransaction();
-            } else {
-                pg_sys::RollbackAndReleaseCurrentSubTransaction();
-            }
-            pg_sys::MemoryContextSwitchTo(memory);
-            pg_sys::CurrentResourceOwner = owner;
-            Ok(value)
-        })
-        .catch_others(|error| {
-            pg_sys::MemoryContextSwitchTo(memory);
-            let message = match &error {
-                pg_sys::panic::CaughtError::PostgresError(e)
-                | pg_sys::panic::CaughtError::ErrorReport(e)
-                | pg_sys::panic::CaughtError::RustPanic { ereport: e, .. } => {
-                    e.message().to_string()
-                }
-            };
-            pg_sys::RollbackAndReleaseCurrentSubTransaction();
-            pg_sys::MemoryContextSwitchTo(memory);
-            pg_sys::CurrentResourceOwner = owner;
-            Err(message)
-        })
-        .execute()
     }
 }
 

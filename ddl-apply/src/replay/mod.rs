@@ -14,6 +14,7 @@ mod activity;
 mod adapter_tests;
 mod adapters;
 mod apply_code;
+pub(crate) mod applying;
 mod c_abi;
 mod detach;
 mod host;
@@ -22,15 +23,14 @@ mod resolution;
 mod sql_adapter;
 mod statement;
 pub(crate) mod stats;
-pub(crate) mod subscription;
 mod tables;
 mod tablespace;
 
+use crate::replay::applying::{Conflict, Subscription};
 use crate::replay::host::ServerHost;
 use crate::replay::resolution::Resolution;
 use crate::replay::statement::Checked;
-use crate::replay::subscription::{Conflict, Subscription};
-use ddl_adapter::{Adapter, Context, Outcome};
+use ddl_adapter::{Adapter, Context, Failure, Outcome};
 use ddl_filter::{DdlCandidate, DdlKind};
 use pgrx::prelude::*;
 use std::time::Instant;
@@ -171,7 +171,12 @@ fn replay_event(event: &Event<'_>) -> Verdict {
         None => check_and_run(event, &subscription, &config),
         Some(Resolution::Skip { note }) => {
             let mut verdict = Verdict::new("skipped", format!("skipped {note}"));
-            verdict.add_notes(tables::make_missing(event.tables, &subscription));
+            let owner = host::replay_role(event.role_name, config.fallback_role.as_deref());
+            verdict.add_notes(tables::make_missing(
+                event.tables,
+                owner.as_deref(),
+                &subscription,
+            ));
             verdict
         }
         Some(Resolution::Replace { sql, note }) => {
@@ -195,7 +200,7 @@ fn replace(
     sql: &str,
     note: &str,
     subscription: &Subscription,
-    config: &subscription::Config,
+    config: &applying::Config,
 ) -> Verdict {
     let claims = ddl_server::guc::with_search_path(event.search_path, || statement::claims(sql));
     let (tag, kind) = match claims {
@@ -247,13 +252,18 @@ fn log_verdict(event: &Event<'_>, subscription: &Subscription, verdict: &Verdict
 fn check_and_run(
     event: &Event<'_>,
     subscription: &Subscription,
-    config: &subscription::Config,
+    config: &applying::Config,
 ) -> Verdict {
     match decide_and_run(event, subscription, config) {
         Replayed::ForHere(mut verdict) => {
             // Whatever became of the statement, rows of the tables it left on the publisher
             // follow it.
-            verdict.add_notes(tables::make_missing(event.tables, subscription));
+            let owner = host::replay_role(event.role_name, config.fallback_role.as_deref());
+            verdict.add_notes(tables::make_missing(
+                event.tables,
+                owner.as_deref(),
+                subscription,
+            ));
             verdict
         }
         Replayed::NotForHere(verdict) => verdict,
@@ -270,7 +280,7 @@ enum Replayed {
 fn decide_and_run(
     event: &Event<'_>,
     subscription: &Subscription,
-    config: &subscription::Config,
+    config: &applying::Config,
 ) -> Replayed {
     // Names in the statement resolve as the statement will: with the event's search_path.
     let checked = match ddl_server::guc::with_search_path(event.search_path, || check(event)) {
@@ -429,9 +439,8 @@ fn run(
         // is lost and nothing is applied twice (the replication origin did not advance).
         // The ERROR takes the apply log row and the counters with it: kept apart.
         Conflict::Error => stats::recording(subscription, &failed, attempt),
-        Conflict::Skip => {
-            host::in_subtransaction(attempt, Outcome::is_success).unwrap_or_else(Outcome::Fatal)
-        }
+        Conflict::Skip => ddl_server::xact::in_subtransaction(attempt, Outcome::is_success)
+            .unwrap_or_else(host::outcome_of),
     };
     host.leave_role();
     let notes = host.notes();
@@ -449,18 +458,29 @@ fn run(
                 .reduce(|all, note| format!("{all}; {note}")),
             adapter: None,
         },
-        Outcome::Retryable(e) | Outcome::Fatal(e) if conflict == Conflict::Error => {
-            let message = format!("ddl_sync: replay of \"{}\" failed: {e}", event.sql);
-            stats::record(subscription, &failed, &message);
-            error!("{message}")
-        }
-        Outcome::Retryable(e) | Outcome::Fatal(e) => Verdict {
+        // Under either policy a failure that passes goes to the apply worker, which retries
+        // the transaction; under `error`, every failure does.
+        Outcome::Retryable(e) => raise(subscription, &failed, &e),
+        Outcome::Fatal(e) if conflict == Conflict::Error => raise(subscription, &failed, &e),
+        Outcome::Fatal(e) => Verdict {
             status: "failed",
             detail: Some(match role_note {
                 Some(note) => format!("{e} ({note})"),
-                None => e,
+                None => e.message,
             }),
             adapter: None,
         },
+        _ => Verdict::new(
+            "failed",
+            "the adapter ended with an outcome this version does not know",
+        ),
     }
+}
+
+/// The ERROR that stops the apply worker for `failure` (which PostgreSQL retries), with its
+/// SQLSTATE when it has one; the event is kept as the one the subscription is stuck on.
+fn raise(subscription: pg_sys::Oid, failed: &stats::Failed<'_>, failure: &Failure) -> ! {
+    let message = format!("ddl_sync: replay of \"{}\" failed: {failure}", failed.sql);
+    stats::record(subscription, failed, &message);
+    host::raise(failure, &message)
 }

@@ -8,7 +8,6 @@
 //! PostgreSQL reports for it, so that COMMENT ON DOMAIN is of kind domain like the other
 //! domain statements (ddl-capture's `trigger.rs` does the same).
 
-use crate::replay::host;
 use ddl_server::relation_oid;
 use pgrx::pg_sys;
 use std::borrow::Cow;
@@ -112,8 +111,10 @@ pub unsafe fn relation_schema(node: *mut pg_sys::Node) -> Option<String> {
             );
         }
         // The first schema of the search_path that exists, as the statement will choose it.
-        let found =
-            host::in_subtransaction(|| pg_sys::RangeVarGetCreationNamespace(relation), |_| true);
+        let found = ddl_server::xact::in_subtransaction(
+            || pg_sys::RangeVarGetCreationNamespace(relation),
+            |_| true,
+        );
         found.ok()?
     } else {
         pg_sys::get_rel_namespace(relation_oid(relation)?)
@@ -151,7 +152,7 @@ unsafe fn described(
     // missing_ok does not cover every failure (an overloaded function named without its
     // arguments): a failed lookup is answered from the statement, which then fails on its own,
     // under the subscription's conflict policy.
-    let address = host::in_subtransaction(
+    let address = ddl_server::xact::in_subtransaction(
         || {
             let mut relation: pg_sys::Relation = std::ptr::null_mut();
             let lock = pg_sys::AccessShareLock as pg_sys::LOCKMODE;

@@ -2,7 +2,7 @@
 //! functions, and replay calls them with the statement and the context as `jsonb`.
 
 use crate::replay::host;
-use ddl_adapter::{Adapter, Context, Host, Outcome};
+use ddl_adapter::{Adapter, Context, Failure, Host, Outcome};
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
@@ -80,7 +80,7 @@ impl SqlAdapter {
         );
         let (result, message) = match result {
             Ok(row) => row,
-            Err(e) => return Outcome::Fatal(format!("adapter \"{}\": {e}", self.name)),
+            Err(e) => return Outcome::fatal(format!("adapter \"{}\": {e}", self.name)),
         };
         let why = || {
             message
@@ -89,9 +89,9 @@ impl SqlAdapter {
         };
         match result.as_deref() {
             None | Some("success") => Outcome::Success,
-            Some("retryable") => Outcome::Retryable(why()),
-            Some("fatal") => Outcome::Fatal(why()),
-            Some(other) => Outcome::Fatal(format!(
+            Some("retryable") => Outcome::Retryable(Failure::new(why())),
+            Some("fatal") => Outcome::fatal(why()),
+            Some(other) => Outcome::fatal(format!(
                 "adapter \"{}\" returned result \"{other}\" (valid: success, retryable, fatal)",
                 self.name
             )),
@@ -139,6 +139,9 @@ fn adapter_execute(sql: &str) -> Option<String> {
     }
     match host::execute_claimed(sql) {
         Outcome::Success => None,
-        Outcome::Retryable(why) | Outcome::Fatal(why) => Some(why),
+        // A failure that passes is the apply worker's to retry, not the adapter's to judge.
+        Outcome::Retryable(why) => host::raise(&why, &why.message),
+        Outcome::Fatal(why) => Some(why.message),
+        _ => Some("an outcome this version does not know".to_string()),
     }
 }

@@ -15,9 +15,8 @@
 //! `ddl_sync.reset_subscription_stats` clears them.
 
 use crate::subscription::config::subscription_oid;
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
-use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock, PgSharedMemoryInitialization};
+use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock};
 
 /// How many (database, subscription) pairs are tracked.
 const SUBSCRIPTIONS: usize = 64;
@@ -74,45 +73,16 @@ impl Default for Errors {
 
 static ERRORS: PgLwLock<Errors> = unsafe { PgLwLock::new(c"ddl_sync replay errors") };
 
-/// Set in the postmaster while it preloads the library; inherited by every process it starts.
-static mut IN_SHARED_MEMORY: bool = false;
-static mut PREVIOUS_REQUEST: pg_sys::shmem_request_hook_type = None;
-static mut PREVIOUS_STARTUP: pg_sys::shmem_startup_hook_type = None;
-
-/// Requests the shared memory; does nothing unless the library is being preloaded.
+/// Places the errors in shared memory; does nothing unless the library is being preloaded.
 ///
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn init() {
-    if !pg_sys::process_shared_preload_libraries_in_progress {
-        return;
-    }
-    PREVIOUS_REQUEST = pg_sys::shmem_request_hook;
-    pg_sys::shmem_request_hook = Some(shmem_request);
-    PREVIOUS_STARTUP = pg_sys::shmem_startup_hook;
-    pg_sys::shmem_startup_hook = Some(shmem_startup);
-    IN_SHARED_MEMORY = true;
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_request() {
-    if let Some(previous) = PREVIOUS_REQUEST {
-        pg_guard_ffi_boundary(|| previous());
-    }
-    ERRORS.on_shmem_request();
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_startup() {
-    if let Some(previous) = PREVIOUS_STARTUP {
-        pg_guard_ffi_boundary(|| previous());
-    }
-    ERRORS.on_shmem_startup(Errors::default());
+    ddl_server::shmem::preload(&ERRORS);
 }
 
 fn available() -> bool {
-    // SAFETY: written once, in the postmaster, before any backend exists.
-    unsafe { IN_SHARED_MEMORY }
+    ddl_server::shmem::available()
 }
 
 fn database() -> u64 {

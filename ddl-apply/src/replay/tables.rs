@@ -8,16 +8,18 @@
 //! lacks, stops the apply worker on every retry. So each event carries `tables` (see ddl-wire's
 //! record format): for every table the statement created or changed, a `CREATE TABLE` of the
 //! columns a row has and of its replica identity key. After the replay, whatever its outcome,
-//! a table missing here is made from that, owned by the subscription owner and nothing more
-//! (no defaults, constraints, triggers or privileges: they are the statement's, which did not
-//! run), and registered in the subscription; a column missing from a table is added. The event's
-//! row says so.
+//! a table missing here is made from that, with nothing more (no defaults, constraints,
+//! triggers or privileges: they are the statement's, which did not run), owned by the role the
+//! statement runs as here (the event's role, or the fallback role for a role missing here), as
+//! if the statement had made it, so that the same role's later ALTER or DROP of it replays;
+//! by the subscription owner when the statement's role is refused. It is registered in the
+//! subscription; a column missing from a table is added. The event's row says so.
 //!
 //! The text is checked like any statement of an event: it must parse into exactly such plain
 //! definitions, of permanent tables outside the system schemas, or nothing is made. A type
 //! missing here becomes `text` (rows travel as text, which it takes whatever they hold).
 
-use crate::replay::subscription::Subscription;
+use crate::replay::applying::Subscription;
 use ddl_server::guc;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -44,7 +46,7 @@ struct Column {
 
 /// Makes what `tables` describes and this node lacks; returns what it did or why it could not,
 /// for the event's row. Runs in the apply worker after the replay, as the subscription owner.
-pub fn make_missing(tables: &str, subscription: &Subscription) -> Vec<String> {
+pub fn make_missing(tables: &str, owner: Option<&str>, subscription: &Subscription) -> Vec<String> {
     if tables.is_empty() {
         return Vec::new();
     }
@@ -55,13 +57,16 @@ pub fn make_missing(tables: &str, subscription: &Subscription) -> Vec<String> {
         let definitions = guc::with_search_path("pg_catalog", || parse(tables))?;
         Ok(definitions
             .iter()
-            .filter_map(|d| make(d, subscription))
+            .filter_map(|d| make(d, owner, subscription))
             .collect())
     };
-    let outcome = crate::replay::host::in_subtransaction(attempt, Result::is_ok);
+    let outcome = ddl_server::xact::in_subtransaction(attempt, Result::is_ok);
     let notes = match outcome {
         Ok(Ok(notes)) => notes,
-        Ok(Err(why)) | Err(why) => vec![format!(
+        Ok(Err(why)) => vec![format!(
+            "the tables the statement left on the publisher were not checked here: {why}"
+        )],
+        Err(why) => vec![format!(
             "the tables the statement left on the publisher were not checked here: {why}"
         )],
     };
@@ -72,7 +77,11 @@ pub fn make_missing(tables: &str, subscription: &Subscription) -> Vec<String> {
 }
 
 /// Makes the table or its missing columns; `None` when it is there as a row needs it.
-fn make(definition: &Definition, subscription: &Subscription) -> Option<String> {
+fn make(
+    definition: &Definition,
+    owner: Option<&str>,
+    subscription: &Subscription,
+) -> Option<String> {
     let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
     let existing = Spi::get_two_with_args::<pg_sys::Oid, bool>(
         "SELECT c.oid, c.relkind IN ('r', 'p') FROM pg_catalog.pg_class c
@@ -86,7 +95,7 @@ fn make(definition: &Definition, subscription: &Subscription) -> Option<String> 
     .ok()
     .and_then(|(relid, is_table)| Some((relid?, is_table?)));
     let mut note = match existing {
-        None => create(definition, &table),
+        None => create(definition, &table, owner),
         Some((relid, true)) => {
             let notes: Vec<String> = [
                 add_columns(definition, &table, relid),
@@ -114,8 +123,9 @@ fn make(definition: &Definition, subscription: &Subscription) -> Option<String> 
     Some(note)
 }
 
-/// `CREATE TABLE` of the definition (and its schema, when this node lacks it).
-fn create(definition: &Definition, table: &str) -> String {
+/// `CREATE TABLE` of the definition (and its schema, when this node lacks it), owned by `owner`
+/// (else by the subscription owner).
+fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
     let schema_missing = !Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
         &[definition.schema.as_str().into()],
@@ -137,16 +147,19 @@ fn create(definition: &Definition, table: &str) -> String {
         sql.push_str(&format!("CREATE SCHEMA {};\n", quote(&definition.schema)));
     }
     sql.push_str(&format!("CREATE TABLE {table} ({})", items.join(", ")));
+    if let Some(owner) = owner {
+        sql.push_str(&format!(";\nALTER TABLE {table} OWNER TO {}", quote(owner)));
+    }
     run(&sql);
-    let owner = current_user();
+    let owner = owner.map_or_else(current_user, str::to_string);
     let schema = if schema_missing {
         format!(" in schema {} made for it", quote(&definition.schema))
     } else {
         String::new()
     };
     format!(
-        "{table} was made from the publisher's definition{schema}, owned by {owner}: the \
-         statement did not make it here; its columns and key only{}",
+        "{table} was made from the publisher's definition{schema}, its columns and key only, \
+         owned by {owner}: the statement did not make it here{}",
         substitutions(&definition.columns.iter().collect::<Vec<_>>())
     )
 }
@@ -161,7 +174,7 @@ fn substitutions(columns: &[&Column]) -> String {
     if why.is_empty() {
         String::new()
     } else {
-        format!(" ({})", why.join("; "))
+        format!(" ({})", why.join(", "))
     }
 }
 
@@ -225,7 +238,7 @@ fn add_key(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<S
     let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
     let key = key.join(", ");
     // Rows already here may not fit a key: then the table stays as it is, and says why.
-    let added = crate::replay::host::in_subtransaction(
+    let added = ddl_server::xact::in_subtransaction(
         || run(&format!("ALTER TABLE {table} ADD PRIMARY KEY ({key})")),
         |_| true,
     );
@@ -423,33 +436,35 @@ unsafe fn primary_key(constraint: *mut pg_sys::Constraint) -> Option<Vec<String>
 #[pg_schema]
 mod tests {
     use super::parse;
-    use crate::replay::host::in_subtransaction;
     use ddl_server::guc;
+    use ddl_server::xact::in_subtransaction;
     use pgrx::prelude::*;
 
     /// What `parse` makes of `tables`: each definition as `schema.name: column type, ... | key`,
     /// or the refusal.
     fn parsed(tables: &str) -> Result<Vec<String>, String> {
         let parse = || guc::with_search_path("pg_catalog", || parse(tables));
-        in_subtransaction(parse, Result::is_ok)?.map(|definitions| {
-            definitions
-                .iter()
-                .map(|d| {
-                    let columns: Vec<String> = d
-                        .columns
-                        .iter()
-                        .map(|c| format!("{} {}", c.name, c.sql_type))
-                        .collect();
-                    format!(
-                        "{}.{}: {} | {}",
-                        d.schema,
-                        d.name,
-                        columns.join(", "),
-                        d.key.join(", ")
-                    )
-                })
-                .collect()
-        })
+        in_subtransaction(parse, Result::is_ok)
+            .map_err(|caught| caught.message)?
+            .map(|definitions| {
+                definitions
+                    .iter()
+                    .map(|d| {
+                        let columns: Vec<String> = d
+                            .columns
+                            .iter()
+                            .map(|c| format!("{} {}", c.name, c.sql_type))
+                            .collect();
+                        format!(
+                            "{}.{}: {} | {}",
+                            d.schema,
+                            d.name,
+                            columns.join(", "),
+                            d.key.join(", ")
+                        )
+                    })
+                    .collect()
+            })
     }
 
     #[pg_test]

@@ -44,8 +44,6 @@ use pgrx::PgLogLevel;
 use publisher::{Publisher, PLUGIN};
 use std::cell::RefCell;
 
-static mut PREVIOUS: pg_sys::ProcessUtility_hook_type = None;
-
 extern "C-unwind" {
     // catalog/pg_subscription.h; not in pgrx's bindings.
     fn UpdateTwoPhaseState(suboid: pg_sys::Oid, new_state: std::ffi::c_char);
@@ -61,11 +59,10 @@ const TWO_PHASE_ENABLED: std::ffi::c_char = b'e' as std::ffi::c_char;
 /// Call once per process, from `_PG_init`.
 pub(crate) unsafe fn install_hook() {
     forget_aborted_statements();
-    PREVIOUS = pg_sys::ProcessUtility_hook;
-    pg_sys::ProcessUtility_hook = Some(process_utility);
+    install_process_utility();
 }
 
-ddl_server::process_utility_hook!(process_utility, PREVIOUS, before, after);
+ddl_server::process_utility_hook!(fn install_process_utility, before, after);
 
 /// A statement on its way through the hook: the tree that runs, and our options it carried.
 struct Pending {

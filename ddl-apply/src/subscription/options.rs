@@ -8,7 +8,7 @@ use ddl_filter::DdlKinds;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 /// What a CREATE SUBSCRIPTION with `ddl` does besides PostgreSQL's own work.
 pub(super) struct Create {
@@ -66,28 +66,10 @@ unsafe fn options_of(
     }
 }
 
-/// The option `name`; a second one is PostgreSQL's "conflicting or redundant options".
-unsafe fn find(options: *mut pg_sys::List, name: &str) -> Option<*mut pg_sys::DefElem> {
-    let mut found = None;
-    for def in PgList::<pg_sys::DefElem>::from_pg(options).iter_ptr() {
-        if CStr::from_ptr((*def).defname).to_bytes() == name.as_bytes() {
-            if found.is_some() {
-                pg_sys::errorConflictingDefElem(def, std::ptr::null_mut());
-            }
-            found = Some(def);
-        }
-    }
-    found
-}
-
-unsafe fn string_value(def: *mut pg_sys::DefElem) -> String {
-    CStr::from_ptr(pg_sys::defGetString(def))
-        .to_string_lossy()
-        .into_owned()
-}
+use ddl_server::options::{bool_value, find, string_value};
 
 unsafe fn bool_option(options: *mut pg_sys::List, name: &str) -> Option<bool> {
-    find(options, name).map(|def| pg_sys::defGetBoolean(def))
+    find(options, name).map(|def| bool_value(def))
 }
 
 fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
@@ -162,17 +144,10 @@ pub(super) unsafe fn take(
             format!("subscription parameter \"{parameter}\" requires \"ddl\"")
         );
     }
-    // The tree may be cached (a prepared statement, a plpgsql plan): change a copy.
-    let pstmt = if read_only_tree {
-        pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>()
-    } else {
-        pstmt
-    };
+    let pstmt = ddl_server::options::writable(pstmt, read_only_tree);
     let (options, subname, _) = options_of((*pstmt).utilityStmt)?;
     for name in OURS {
-        if let Some(def) = find(*options, name) {
-            *options = pg_sys::list_delete_ptr(*options, def.cast());
-        }
+        ddl_server::options::remove(options, name);
     }
     let create = is_create.then(|| {
         let stmt = (*pstmt).utilityStmt as *mut pg_sys::CreateSubscriptionStmt;
@@ -181,7 +156,7 @@ pub(super) unsafe fn take(
     Some(Request {
         pstmt,
         run_statement: is_create || !(*options).is_null(),
-        subscription: CStr::from_ptr(subname).to_string_lossy().into_owned(),
+        subscription: ddl_server::text::utf8_ptr(subname),
         kinds,
         all,
         conflict,
@@ -200,7 +175,7 @@ unsafe fn plan_create(
 ) -> Create {
     let connect = bool_option(*options, "connect").unwrap_or(true);
     let create_slot_def = find(*options, "create_slot");
-    let create_slot = create_slot_def.map_or(connect, |def| pg_sys::defGetBoolean(def));
+    let create_slot = create_slot_def.map_or(connect, |def| bool_value(def));
     // slot_name = NONE with create_slot is PostgreSQL's error to give: leave it the options.
     let no_slot = find(*options, "slot_name").is_some_and(|def| string_value(def) == "none");
     let ours = connect && create_slot && !no_slot;
@@ -220,12 +195,10 @@ unsafe fn plan_create(
         create_slot: ours,
         two_phase: bool_option(*options, "two_phase").unwrap_or(false),
         copy_data: bool_option(*options, "copy_data").unwrap_or(true),
-        conninfo: CStr::from_ptr((*stmt).conninfo)
-            .to_string_lossy()
-            .into_owned(),
+        conninfo: ddl_server::text::utf8_ptr((*stmt).conninfo),
         publications: PgList::<pg_sys::String>::from_pg((*stmt).publication)
             .iter_ptr()
-            .map(|name| CStr::from_ptr((*name).sval).to_string_lossy().into_owned())
+            .map(|name| ddl_server::text::utf8_ptr((*name).sval))
             .collect(),
     }
 }

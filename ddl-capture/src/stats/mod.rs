@@ -25,9 +25,7 @@ pub use sql::{
     pg_finfo_ddl_sync_reset_publication_stats_wrapper,
 };
 
-use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
-use pgrx::prelude::*;
-use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock, PgSharedMemoryInitialization};
+use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock};
 use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 /// How many (database, publication) pairs are counted.
@@ -83,48 +81,18 @@ impl Default for Stats {
 
 static STATS: PgLwLock<Stats> = unsafe { PgLwLock::new(c"ddl_sync publication statistics") };
 
-/// Set in the postmaster while it preloads the library; inherited by every process it starts.
-static mut IN_SHARED_MEMORY: bool = false;
-
-/// Requests the shared memory and installs the transaction callbacks of the capture's counts.
-/// Does nothing unless the library is being preloaded.
+/// Places the statistics in shared memory; does nothing unless the library is being preloaded.
 ///
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn init() {
-    if !pg_sys::process_shared_preload_libraries_in_progress {
-        return;
+    if ddl_server::shmem::preload(&STATS) {
+        pending::follow_transactions();
     }
-    // pgrx's pg_shmem_init! does the same, with cfgs for every PostgreSQL version.
-    PREVIOUS_REQUEST = pg_sys::shmem_request_hook;
-    pg_sys::shmem_request_hook = Some(shmem_request);
-    PREVIOUS_STARTUP = pg_sys::shmem_startup_hook;
-    pg_sys::shmem_startup_hook = Some(shmem_startup);
-    IN_SHARED_MEMORY = true;
-}
-
-static mut PREVIOUS_REQUEST: pg_sys::shmem_request_hook_type = None;
-static mut PREVIOUS_STARTUP: pg_sys::shmem_startup_hook_type = None;
-
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_request() {
-    if let Some(previous) = PREVIOUS_REQUEST {
-        pg_guard_ffi_boundary(|| previous());
-    }
-    STATS.on_shmem_request();
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn shmem_startup() {
-    if let Some(previous) = PREVIOUS_STARTUP {
-        pg_guard_ffi_boundary(|| previous());
-    }
-    STATS.on_shmem_startup(Stats::default());
 }
 
 fn available() -> bool {
-    // SAFETY: written once, in the postmaster, before any backend exists.
-    unsafe { IN_SHARED_MEMORY }
+    ddl_server::shmem::available()
 }
 
 fn key(database: pg_sys::Oid, publication: pg_sys::Oid) -> u64 {

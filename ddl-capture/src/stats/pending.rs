@@ -6,13 +6,14 @@
 
 use super::{available, count_rule, key, with_publication};
 use crate::rules::Verdict;
+use ddl_server::xact::{self, End};
 use pgrx::pg_sys;
-use pgrx::prelude::*;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering::Relaxed;
 
 struct Pending {
-    subxact: pg_sys::SubTransactionId,
+    /// The nesting level of the (sub)transaction it is counted in.
+    level: i32,
     publication: pg_sys::Oid,
     verdict: Verdict,
 }
@@ -28,68 +29,52 @@ pub fn count_capture(verdicts: &[(pg_sys::Oid, Verdict)]) {
         return;
     }
     // SAFETY: reads the current transaction state.
-    let subxact = unsafe { pg_sys::GetCurrentSubTransactionId() };
+    let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
     PENDING.with_borrow_mut(|pending| {
-        if pending.is_empty() {
-            // SAFETY: registered once per process, and only when there is something to count.
-            unsafe { register() };
-        }
         pending.extend(verdicts.iter().map(|&(publication, verdict)| Pending {
-            subxact,
+            level,
             publication,
             verdict,
         }));
     });
 }
 
-/// Registers the callbacks the first time something is counted in this process.
-unsafe fn register() {
-    static mut REGISTERED: bool = false;
-    if !REGISTERED {
-        pg_sys::RegisterXactCallback(Some(on_xact), std::ptr::null_mut());
-        pg_sys::RegisterSubXactCallback(Some(on_subxact), std::ptr::null_mut());
-        REGISTERED = true;
-    }
+/// Follows the counts through the ends of their (sub)transactions.
+///
+/// # Safety
+/// Call once per process, from `_PG_init`.
+pub unsafe fn follow_transactions() {
+    // SAFETY: the caller's promise.
+    unsafe { xact::at_end(on_end) };
 }
 
-#[pg_guard]
-unsafe extern "C-unwind" fn on_xact(event: pg_sys::XactEvent::Type, _arg: *mut std::ffi::c_void) {
-    use pg_sys::XactEvent::*;
-    match event {
-        XACT_EVENT_COMMIT | XACT_EVENT_PARALLEL_COMMIT | XACT_EVENT_PREPARE => flush(),
-        XACT_EVENT_ABORT | XACT_EVENT_PARALLEL_ABORT => PENDING.with_borrow_mut(Vec::clear),
-        _ => {}
-    }
-}
-
-#[pg_guard]
-unsafe extern "C-unwind" fn on_subxact(
-    event: pg_sys::SubXactEvent::Type,
-    subxact: pg_sys::SubTransactionId,
-    parent: pg_sys::SubTransactionId,
-    _arg: *mut std::ffi::c_void,
-) {
-    use pg_sys::SubXactEvent::*;
-    PENDING.with_borrow_mut(|pending| match event {
-        SUBXACT_EVENT_COMMIT_SUB => pending
-            .iter_mut()
-            .filter(|p| p.subxact == subxact)
-            .for_each(|p| p.subxact = parent),
+fn on_end(end: End) {
+    match end {
+        End::Committed => flush(),
+        End::Aborted => PENDING.with_borrow_mut(Vec::clear),
         // Its own subtransactions ended before it: what they counted is already its own.
-        SUBXACT_EVENT_ABORT_SUB => pending.retain(|p| p.subxact != subxact),
-        _ => {}
-    });
+        End::SubCommitted { level } => PENDING.with_borrow_mut(|pending| {
+            pending
+                .iter_mut()
+                .filter(|p| p.level == level)
+                .for_each(|p| p.level = level - 1)
+        }),
+        End::SubAborted { level } => {
+            PENDING.with_borrow_mut(|pending| pending.retain(|p| p.level < level))
+        }
+        End::Committing => {}
+    }
 }
 
 /// Adds the committed counts to shared memory. Runs after the commit: takes LWLocks, never
 /// raises an error.
-unsafe fn flush() {
+fn flush() {
     let pending = PENDING.with_borrow_mut(std::mem::take);
     if pending.is_empty() {
         return;
     }
-    let database = pg_sys::MyDatabaseId;
-    let now = pg_sys::GetCurrentTimestamp();
+    // SAFETY: backend globals and the clock.
+    let (database, now) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetCurrentTimestamp()) };
     for p in pending {
         let key = key(database, p.publication);
         match p.verdict {

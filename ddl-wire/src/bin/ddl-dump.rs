@@ -413,7 +413,7 @@ fn first_difference(expected: &[u8], actual: &[u8]) -> Option<usize> {
 
 /// The message concerned, as the crate's errors name it: `Insert ('I')`.
 fn describe(tag: u8) -> String {
-    match render::type_name(tag) {
+    match ddl_wire::message_type_name(tag) {
         Some(name) => format!("{name} ('{}')", char::from(tag)),
         None => format!("message type {}", byte(Some(tag))),
     }

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use ddl_wire::{
-    DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags, RelationBody, TupleData,
-    TupleValue, RECORD_PREFIX,
+    message_type_name, DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags,
+    RelationBody, TupleData, TupleValue, RECORD_PREFIX,
 };
 
 use crate::show;
@@ -295,7 +295,7 @@ impl Printer {
             _ => {}
         }
         let tag = message.tag();
-        let name = type_name(tag).unwrap_or("Unknown");
+        let name = message_type_name(tag).unwrap_or("Unknown");
         let line = match self.format {
             Format::Text => text_line(at, tag, name, &fields, ddl.as_ref(), warning.as_deref()),
             Format::Json => json_line(at, tag, name, &fields, ddl.as_ref(), warning.as_deref()),
@@ -428,32 +428,6 @@ fn prepared<'a>(fields: &mut Fields<'a>, xid: u32, gid: &'a [u8], lsn: u64, end:
     fields.push(("prepare_lsn", V::Lsn(lsn)));
     fields.push(("end_lsn", V::Lsn(end)));
     fields.push(("prepare_time", V::Time(time)));
-}
-
-/// The name protocol.sgml gives a message type.
-pub fn type_name(tag: u8) -> Option<&'static str> {
-    Some(match tag {
-        b'B' => "Begin",
-        b'C' => "Commit",
-        b'O' => "Origin",
-        b'R' => "Relation",
-        b'Y' => "Type",
-        b'I' => "Insert",
-        b'U' => "Update",
-        b'D' => "Delete",
-        b'T' => "Truncate",
-        b'M' => "Message",
-        b'S' => "Stream Start",
-        b'E' => "Stream Stop",
-        b'c' => "Stream Commit",
-        b'A' => "Stream Abort",
-        b'b' => "Begin Prepare",
-        b'P' => "Prepare",
-        b'K' => "Commit Prepared",
-        b'r' => "Rollback Prepared",
-        b'p' => "Stream Prepare",
-        _ => return None,
-    })
 }
 
 /// Names of the built-in types pgoutput's Relation messages most often refer to (OIDs from

@@ -1,0 +1,113 @@
+//! Shared memory of a preloaded library: one registration of PostgreSQL's shmem request and
+//! startup hooks per library, for every segment in it.
+//!
+//! A segment is a `PgLwLock<T>` (pgrx's shared memory behind an LWLock of its own), made once
+//! by the postmaster from `T::default()`. [`preload`] must be called from `_PG_init`; it does
+//! nothing unless the library is being preloaded (`shared_preload_libraries`), and
+//! [`available`] then tells every process whether the segments exist. Code that counts into
+//! shared memory checks it and counts nothing otherwise: loading the library later, by name,
+//! must work without it.
+
+use pgrx::pg_sys;
+use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
+use pgrx::shmem::PgSharedMemoryInitialization;
+use pgrx::{PGRXSharedMemory, PgLwLock};
+use std::cell::RefCell;
+
+/// What the request and startup hooks do for one segment.
+trait Segment: Sync {
+    /// # Safety
+    /// In the `shmem_request_hook`.
+    unsafe fn request(&'static self);
+    /// # Safety
+    /// In the `shmem_startup_hook`.
+    unsafe fn startup(&'static self);
+}
+
+impl<T: PGRXSharedMemory + Default> Segment for PgLwLock<T> {
+    unsafe fn request(&'static self) {
+        // SAFETY: the caller's promise.
+        unsafe { self.on_shmem_request() }
+    }
+    unsafe fn startup(&'static self) {
+        // SAFETY: the caller's promise.
+        unsafe { self.on_shmem_startup(T::default()) }
+    }
+}
+
+thread_local! {
+    /// The segments of this library; written only by `_PG_init` in the postmaster, read by its
+    /// hooks (the same process), and inherited by the processes it starts.
+    static SEGMENTS: RefCell<Vec<&'static dyn Segment>> = const { RefCell::new(Vec::new()) };
+}
+
+static mut PREVIOUS_REQUEST: pg_sys::shmem_request_hook_type = None;
+static mut PREVIOUS_STARTUP: pg_sys::shmem_startup_hook_type = None;
+
+/// Set in the postmaster while it preloads the library; inherited by every process it starts.
+static mut IN_SHARED_MEMORY: bool = false;
+
+/// Places `segment` in shared memory when the library is being preloaded; returns whether it
+/// is. The first call installs the hooks, chained to the ones loaded before.
+///
+/// # Safety
+/// Call from `_PG_init`, once per segment.
+pub unsafe fn preload<T: PGRXSharedMemory + Default>(segment: &'static PgLwLock<T>) -> bool {
+    // SAFETY: a backend global, set by the postmaster while it loads preloaded libraries.
+    if !unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
+        return false;
+    }
+    let first = SEGMENTS.with_borrow_mut(|segments| {
+        segments.push(segment);
+        segments.len() == 1
+    });
+    if first {
+        // SAFETY: `_PG_init` runs single-threaded in the postmaster; pgrx's pg_shmem_init! does
+        // the same chaining.
+        unsafe {
+            PREVIOUS_REQUEST = pg_sys::shmem_request_hook;
+            pg_sys::shmem_request_hook = Some(shmem_request);
+            PREVIOUS_STARTUP = pg_sys::shmem_startup_hook;
+            pg_sys::shmem_startup_hook = Some(shmem_startup);
+            IN_SHARED_MEMORY = true;
+        }
+    }
+    true
+}
+
+/// Whether this library's segments exist (it was preloaded).
+pub fn available() -> bool {
+    // SAFETY: written once, in the postmaster, before any backend exists.
+    unsafe { IN_SHARED_MEMORY }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_request() {
+    // SAFETY: set once by `preload`, before this hook can run.
+    if let Some(previous) = unsafe { PREVIOUS_REQUEST } {
+        // SAFETY: the hook we replaced, called as PostgreSQL would have.
+        unsafe { pg_guard_ffi_boundary(|| previous()) };
+    }
+    SEGMENTS.with_borrow(|segments| {
+        for segment in segments {
+            // SAFETY: this is the shmem_request_hook.
+            unsafe { segment.request() };
+        }
+    });
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn shmem_startup() {
+    // SAFETY: set once by `preload`, before this hook can run.
+    if let Some(previous) = unsafe { PREVIOUS_STARTUP } {
+        // SAFETY: the hook we replaced, called as PostgreSQL would have.
+        unsafe { pg_guard_ffi_boundary(|| previous()) };
+    }
+    SEGMENTS.with_borrow(|segments| {
+        for segment in segments {
+            // SAFETY: this is the shmem_startup_hook.
+            unsafe { segment.startup() };
+        }
+    });
+}

@@ -1,0 +1,63 @@
+//! Server strings to UTF-8, and back. Records and the pure crates speak UTF-8 whatever the
+//! database encoding, so every string read from the server for them is converted, never
+//! reinterpreted: in a LATIN1 database `café` is the byte E9 in the middle, which read as UTF-8
+//! becomes U+FFFD and names another object. A string that cannot be UTF-8 (bytes that are not
+//! valid UTF-8 in a SQL_ASCII database) is PostgreSQL's ERROR `invalid byte sequence for
+//! encoding "UTF8"`: the statement fails rather than being replicated as something else.
+
+use pgrx::pg_sys;
+use std::ffi::{c_char, CStr};
+
+/// `s` (in the database encoding) in UTF-8.
+///
+/// # Safety
+/// In a backend, with `s` from the server.
+pub unsafe fn utf8(s: &CStr) -> String {
+    let len = s.to_bytes().len() as i32;
+    // SAFETY: `s` is NUL-terminated and `len` long; the result is `s` itself or a new
+    // NUL-terminated string in the current memory context.
+    let converted =
+        unsafe { pg_sys::pg_server_to_any(s.as_ptr(), len, pg_sys::pg_enc::PG_UTF8 as i32) };
+    // SAFETY: as above, a NUL-terminated string. Converted (or checked, for SQL_ASCII), it is
+    // valid UTF-8: nothing is lost by the lossy conversion.
+    unsafe { CStr::from_ptr(converted) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// [`utf8`] of a NUL-terminated server string.
+///
+/// # Safety
+/// `s` is a NUL-terminated string from the server, valid for the call.
+pub unsafe fn utf8_ptr(s: *const c_char) -> String {
+    // SAFETY: the caller's promise.
+    unsafe { utf8(CStr::from_ptr(s)) }
+}
+
+/// `s` (UTF-8, from a record) in the database encoding: a pointer and length valid for the
+/// current memory context (`s` itself when nothing changes), not NUL-terminated. A character the
+/// database encoding cannot hold is PostgreSQL's ERROR, as for any text converted into it.
+///
+/// # Safety
+/// In a backend inside a transaction (a conversion may look up its function); the result may
+/// point into `s`.
+pub unsafe fn in_server_encoding(s: &str) -> (*const c_char, usize) {
+    // SAFETY: reads `s.len()` bytes of `s`; the result is `s` itself or a new NUL-terminated
+    // string.
+    let converted = unsafe {
+        pg_sys::pg_any_to_server(
+            s.as_ptr().cast(),
+            s.len() as i32,
+            pg_sys::pg_enc::PG_UTF8 as i32,
+        )
+    };
+    if converted.cast_const() == s.as_ptr().cast() {
+        (converted, s.len())
+    } else {
+        // SAFETY: a conversion's result is a new NUL-terminated string.
+        (
+            converted,
+            unsafe { CStr::from_ptr(converted) }.to_bytes().len(),
+        )
+    }
+}
