@@ -63,6 +63,9 @@ REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
 
 ALTER TABLE ddl_sync.events ADD COLUMN tables text;
+ALTER TABLE ddl_sync.events ADD COLUMN settings text;
+COMMENT ON COLUMN ddl_sync.events.settings IS
+    'the session settings that change what the statement means (DateStyle, TimeZone, ...), one name=value per line';
 COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
 
@@ -79,7 +82,8 @@ CREATE  FUNCTION "replay"(
 	"origin_sysid" bigint, /* i64 */
 	"origin_lsn" TEXT, /* & str */
 	"database_name" TEXT DEFAULT '', /* & str */
-	"tables" TEXT DEFAULT '' /* & str */
+	"tables" TEXT DEFAULT '', /* & str */
+	"settings" TEXT DEFAULT '' /* & str */
 ) RETURNS TABLE (
 	"status" TEXT,  /* String */
 	"detail" TEXT,  /* Option < String > */
@@ -130,7 +134,7 @@ BEGIN
     SELECT * INTO outcome FROM ddl_sync.replay(
         NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
         NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
-        NEW.database_name, coalesce(NEW.tables, ''));
+        NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''));
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;
@@ -140,4 +144,4 @@ BEGIN
     RETURN NEW;
 END
 $$;
-REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text) FROM PUBLIC;

@@ -200,6 +200,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         object_identity: &target.identity,
         sql: &text,
         search_path: &session.search_path,
+        settings: &session.settings,
         role: &session.role,
         session_user: &session.session_user,
         database: &session.database,
@@ -463,9 +464,23 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
 }
 
 /// Who ran the statement, and how the session was set up.
+/// The settings that, like the search_path, change what a statement means: how its literals
+/// parse (dates, intervals, time zones, backslashes in strings) and what it creates by default.
+/// The subscriber sets them around the statement (ddl-apply's `replay/settings.rs` knows the
+/// same list).
+const MEANING_SETTINGS: [&std::ffi::CStr; 5] = [
+    c"DateStyle",
+    c"IntervalStyle",
+    c"TimeZone",
+    c"standard_conforming_strings",
+    c"default_table_access_method",
+];
+
 struct Session {
     dialect: String,
     search_path: String,
+    /// The record's `settings` (see [`MEANING_SETTINGS`]).
+    settings: String,
     role: String,
     session_user: String,
     database: String,
@@ -497,6 +512,16 @@ impl Session {
                 false,
                 false,
             )),
+            settings: MEANING_SETTINGS
+                .iter()
+                .filter_map(|name| {
+                    let value = text(pg_sys::GetConfigOption(name.as_ptr(), true, false));
+                    // A value on several lines has no place in the format (none of these
+                    // settings takes one).
+                    (!value.contains('\n')).then(|| format!("{}={value}", name.to_string_lossy()))
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
             role: text(pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true)),
             session_user: text(pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), true)),
             database: text(pg_sys::get_database_name(pg_sys::MyDatabaseId)),

@@ -124,6 +124,7 @@ unsafe fn form_tuple(
             b"session_user_name" => text(record.session_user),
             b"database_name" => text(record.database),
             b"tables" => text(record.tables),
+            b"settings" => text(record.settings),
             _ => continue,
         };
         values[i] = value;

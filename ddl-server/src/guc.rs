@@ -48,3 +48,27 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
         result
     }
 }
+
+/// Whether `name` may be set to `value` here as a session's `SET` would set it: checked (its
+/// check hook included), not set. An invalid value, or a name this server does not know, is
+/// `false` (said at DEBUG1), never an ERROR.
+pub fn valid(name: &str, value: &str) -> bool {
+    let (Ok(name), Ok(value)) = (CString::new(name), CString::new(value)) else {
+        return false;
+    };
+    // SAFETY: changeVal = false only validates; elevel DEBUG1 reports a bad name or value at
+    // that level and returns 0 instead of raising it. A valid one returns -1 ("not applied
+    // because of changeVal"), as +1 would say it was applied.
+    unsafe {
+        pg_sys::set_config_option(
+            name.as_ptr(),
+            value.as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            false,
+            pg_sys::DEBUG1 as i32,
+            false,
+        ) != 0
+    }
+}

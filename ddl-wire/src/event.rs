@@ -73,8 +73,14 @@ const COLUMNS: [(&str, ColumnType); 16] = [
 ];
 
 /// The column of [`DdlEvent::tables`] (`text`). Optional: the `ddl_sync.events` of a publisher
-/// still at extension version 0.4.0 lacks it, and its events have no tables.
+/// still at extension version 0.3.0 lacks it, and its events have no tables.
 pub const TABLES_COLUMN: &str = "tables";
+
+/// The column of [`DdlEvent::settings`] (`text`), optional like [`TABLES_COLUMN`].
+pub const SETTINGS_COLUMN: &str = "settings";
+
+/// The optional columns, in [`DdlEvent`] field order.
+const OPTIONAL: [&str; 2] = [TABLES_COLUMN, SETTINGS_COLUMN];
 
 /// One DDL statement as a consumer of a `ddl_pgoutput` stream sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +121,9 @@ pub struct DdlEvent<'a> {
     /// a row has (see ddl-wire's record format); empty when none, or when the publisher's
     /// `ddl_sync.events` has no such column.
     pub tables: &'a str,
+    /// The session's settings that change what the statement means, one `name=value` per
+    /// line; empty when none, or when the publisher's `ddl_sync.events` has no such column.
+    pub settings: &'a str,
 }
 
 /// Where the event columns are in one Relation message of `ddl_sync.events`.
@@ -123,8 +132,8 @@ pub struct EventsRelation {
     rel_id: u32,
     /// For each entry of [`COLUMNS`], its position in the relation.
     positions: [usize; COLUMNS.len()],
-    /// The position of [`TABLES_COLUMN`], when the relation has it.
-    tables: Option<usize>,
+    /// The positions of the [`OPTIONAL`] columns the relation has.
+    optional: [Option<usize>; OPTIONAL.len()],
     /// How many columns the relation has, to check each Insert against.
     width: usize,
 }
@@ -139,22 +148,25 @@ impl EventsRelation {
             return Ok(None);
         }
         let mut positions = [usize::MAX; COLUMNS.len()];
-        let mut tables = None;
+        let mut optional = [None; OPTIONAL.len()];
         let mut width = 0;
         for (at, column) in rel.columns().enumerate() {
             let column = column.map_err(EventError::wire)?;
             width = at + 1;
-            if column.name().as_bytes() == TABLES_COLUMN.as_bytes() {
+            if let Some(i) = OPTIONAL
+                .iter()
+                .position(|name| name.as_bytes() == column.name().as_bytes())
+            {
                 if column.type_oid() != ColumnType::Text.oid() {
                     return Err(EventError::new(
-                        TABLES_COLUMN,
+                        OPTIONAL[i],
                         EventErrorKind::WrongType {
                             expected: ColumnType::Text.sql_name(),
                             found_oid: column.type_oid(),
                         },
                     ));
                 }
-                tables = Some(at);
+                optional[i] = Some(at);
                 continue;
             }
             let Some(i) = COLUMNS
@@ -181,7 +193,7 @@ impl EventsRelation {
         Ok(Some(EventsRelation {
             rel_id: rel.rel_id(),
             positions,
-            tables,
+            optional,
             width,
         }))
     }
@@ -200,15 +212,15 @@ impl EventsRelation {
             ));
         }
         let mut values = [TupleValue::Null; COLUMNS.len()];
-        let mut tables = TupleValue::Null;
+        let mut optional = [TupleValue::Null; OPTIONAL.len()];
         let mut count = 0;
         for (at, value) in insert.tuple().enumerate() {
             let value = value.map_err(EventError::wire)?;
             count = at + 1;
             if let Some(i) = self.positions.iter().position(|&p| p == at) {
                 values[i] = value;
-            } else if self.tables == Some(at) {
-                tables = value;
+            } else if let Some(i) = self.optional.iter().position(|&p| p == Some(at)) {
+                optional[i] = value;
             }
         }
         if count != self.width {
@@ -241,22 +253,21 @@ impl EventsRelation {
             role: fields.text()?,
             session_user: fields.text()?,
             database: fields.text()?,
-            tables: optional_text(tables)?,
+            tables: optional_text(TABLES_COLUMN, optional[0])?,
+            settings: optional_text(SETTINGS_COLUMN, optional[1])?,
         })
     }
 }
 
-/// The value of [`TABLES_COLUMN`]: NULL (a plugin older than the column fills only what it
-/// knows) is no tables.
-fn optional_text(value: TupleValue<'_>) -> Result<&str, EventError> {
+/// The value of an [`OPTIONAL`] column: NULL (a plugin older than the column fills only what
+/// it knows) is empty.
+fn optional_text<'a>(column: &'static str, value: TupleValue<'a>) -> Result<&'a str, EventError> {
     match value {
         TupleValue::Null => Ok(""),
-        TupleValue::Text(b) | TupleValue::Binary(b) => std::str::from_utf8(b)
-            .map_err(|_| EventError::new(TABLES_COLUMN, EventErrorKind::NotUtf8)),
-        TupleValue::UnchangedToast => Err(EventError::new(
-            TABLES_COLUMN,
-            EventErrorKind::UnchangedToast,
-        )),
+        TupleValue::Text(b) | TupleValue::Binary(b) => {
+            std::str::from_utf8(b).map_err(|_| EventError::new(column, EventErrorKind::NotUtf8))
+        }
+        TupleValue::UnchangedToast => Err(EventError::new(column, EventErrorKind::UnchangedToast)),
     }
 }
 
@@ -429,6 +440,7 @@ mod tests {
         names.extend(COLUMNS.iter().rev().map(|(n, _)| *n));
         names.push("applied_at");
         names.push(TABLES_COLUMN);
+        names.push(SETTINGS_COLUMN);
         names.retain(|n| Some(*n) != skip);
         let columns: Vec<Column<'_>> = names
             .iter()
@@ -467,6 +479,7 @@ mod tests {
             "sql" => b"ALTER TABLE t ADD COLUMN c int",
             "command_tag" => b"ALTER TABLE",
             "tables" => b"CREATE TABLE public.t (c integer);",
+            "settings" => b"DateStyle=ISO, MDY",
             _ => b"x",
         }
     }
@@ -513,6 +526,7 @@ mod tests {
         assert_eq!((ev.kind, ev.command_tag), ("table", "ALTER TABLE"));
         assert_eq!(ev.sql, "ALTER TABLE t ADD COLUMN c int");
         assert_eq!(ev.tables, "CREATE TABLE public.t (c integer);");
+        assert_eq!(ev.settings, "DateStyle=ISO, MDY");
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub use crate::{
     error::{Error, ErrorKind},
     event::{
         event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, EVENTS_SCHEMA,
-        EVENTS_TABLE, TABLES_COLUMN,
+        EVENTS_TABLE, SETTINGS_COLUMN, TABLES_COLUMN,
     },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},

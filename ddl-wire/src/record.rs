@@ -19,19 +19,24 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then eleven strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then twelve strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
-//!      current role, session user, database, tables
+//!      current role, session user, database, tables, settings
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag. Version 2 is the same without `tables`; it is still read (a
-//! server upgraded with records of the old library in its WAL), as an empty `tables`.
+//! Nothing may follow the tag. Version 2 is the same without `tables` and `settings`; it is
+//! still read (a server upgraded with records of the old library in its WAL), as empty ones.
 //!
 //! Why `tables`: the statement's text may not run on a subscriber (a role or object only the
 //! publisher has), and a table the subscriber lacks stops its subscription at the table's first
 //! row. So each record also says what every table the statement created or changed looks like to
 //! a row: a `CREATE TABLE` of its columns and replica identity key, one per table, each ending
 //! with `;`. A subscriber that could not run the statement makes the table from that.
+//!
+//! Why `settings`: like its search_path, some of the session's settings change what a
+//! statement means (how its literals parse: `DateStyle`, `IntervalStyle`, `TimeZone`,
+//! `standard_conforming_strings`; what it creates by default: `default_table_access_method`).
+//! One `name=value` per line; the subscriber sets those it knows around the statement.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -156,6 +161,9 @@ pub struct DdlRecord<'a> {
     /// of their columns (and replica identity key), each ending with `;`; empty when none (and
     /// in version 2 records).
     pub tables: &'a str,
+    /// The session's settings that change what the statement means, one `name=value` per
+    /// line; empty in version 2 records.
+    pub settings: &'a str,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -215,7 +223,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 11] = [
+const STRING_FIELDS: [&str; 12] = [
     "dialect",
     "command_tag",
     "kind",
@@ -227,6 +235,7 @@ const STRING_FIELDS: [&str; 11] = [
     "session_user",
     "database",
     "tables",
+    "settings",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -257,9 +266,9 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 11];
+        let mut s = [""; 12];
         // Version 2 ends before `tables`.
-        let fields = if version == 2 { 10 } else { 11 };
+        let fields = if version == 2 { 10 } else { 12 };
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
         }
@@ -270,7 +279,7 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings] =
             s;
         Ok(DdlRecord {
             flags,
@@ -290,6 +299,7 @@ impl<'a> DdlRecord<'a> {
             session_user,
             database,
             tables,
+            settings,
             tag,
         })
     }
@@ -335,7 +345,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 11] {
+    fn strings(&self) -> [&'a str; 12] {
         [
             self.dialect,
             self.command_tag,
@@ -348,6 +358,7 @@ impl<'a> DdlRecord<'a> {
             self.session_user,
             self.database,
             self.tables,
+            self.settings,
         ]
     }
 }
@@ -424,6 +435,7 @@ mod tests {
             session_user: "app",
             database: "shop",
             tables: "CREATE TABLE public.orders (id integer, note text, PRIMARY KEY (id));",
+            settings: "DateStyle=ISO, MDY\ndefault_table_access_method=heap",
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -465,18 +477,20 @@ mod tests {
     }
 
     #[test]
-    fn version_2_records_are_read_without_tables() {
+    fn version_2_records_are_read_without_tables_or_settings() {
         let v2 = DdlRecord {
             tables: "",
+            settings: "",
             ..sample()
         };
         let mut bytes = encoded(&v2);
         bytes[0] = 2;
-        // Version 3 with an empty `tables` is version 2 plus its length, just before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 4;
-        bytes.drain(at..at + 4);
+        // Version 3 with empty `tables` and `settings` is version 2 plus their lengths, just
+        // before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 8;
+        bytes.drain(at..at + 8);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
-        // ... and a version 2 record with a `tables` field has 4 bytes too many.
+        // ... and a version 2 record with those fields has bytes too many.
         let mut longer = encoded(&sample());
         longer[0] = 2;
         assert!(matches!(

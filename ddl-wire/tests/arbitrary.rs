@@ -247,7 +247,7 @@ fn utf8(rng: &mut Rng, max_chars: usize) -> String {
 }
 
 /// The strings of a record, owned, so a record can borrow them.
-struct RecordStrings([String; 11]);
+struct RecordStrings([String; 12]);
 
 impl RecordStrings {
     fn random(rng: &mut Rng) -> RecordStrings {
@@ -255,7 +255,7 @@ impl RecordStrings {
     }
 
     fn record(&self, rng: &mut Rng) -> DdlRecord<'_> {
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings] =
             &self.0;
         DdlRecord {
             flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
@@ -279,6 +279,7 @@ impl RecordStrings {
             session_user,
             database,
             tables,
+            settings,
             tag: std::array::from_fn(|_| rng.u32() as u8),
         }
     }
@@ -309,6 +310,7 @@ fn check_record(payload: &[u8]) -> bool {
                 record.session_user,
                 record.database,
                 record.tables,
+                record.settings,
             ] {
                 assert!(borrowed_from(s, payload));
             }
@@ -489,6 +491,7 @@ fn check_event(relation: &[u8], insert: &[u8], ctx: &ProtocolContext) -> Option<
                 session_user,
                 database,
                 tables,
+                settings,
                 ..
             } = event;
             for s in [
@@ -503,6 +506,7 @@ fn check_event(relation: &[u8], insert: &[u8], ctx: &ProtocolContext) -> Option<
                 session_user,
                 database,
                 tables,
+                settings,
             ] {
                 assert!(
                     borrowed_from(s, insert),

@@ -675,6 +675,7 @@ fn record() -> DdlRecord<'static> {
         session_user: "app",
         database: "shop",
         tables: "CREATE TABLE public.t (a integer);",
+        settings: "DateStyle=ISO, MDY",
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }

@@ -244,6 +244,7 @@ pub(crate) fn forged<'a>(
         session_user: "postgres",
         database: "postgres",
         tables: "",
+        settings: "",
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

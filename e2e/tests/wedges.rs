@@ -417,4 +417,91 @@ fn a_table_made_from_its_definition_is_its_roles_to_drop() {
         log[0].contains("its columns and key only, owned by app") && log[1] == "applied|",
         "{log:?}"
     );
+
+    // A role only the publisher has, replayed as the fallback role: the schema its table
+    // needed is made too, and both are the fallback's, so its DROP SCHEMA ... CASCADE replays.
+    query(
+        &subscriber,
+        "CREATE ROLE fb; GRANT fb TO postgres;
+         ALTER SUBSCRIPTION sub SET (ddl_fallback_role = 'fb')",
+    );
+    query(
+        &publisher,
+        "CREATE ROLE ghost; CREATE SCHEMA g AUTHORIZATION ghost",
+    );
+    query(
+        &publisher,
+        "SET ROLE ghost; CREATE TABLE g.t (a int PRIMARY KEY); INSERT INTO g.t VALUES (1);",
+    );
+    stream_goes_on(&publisher, &subscriber, 3);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT n.nspowner::regrole || ' ' || c.relowner::regrole || ' '
+                    || (SELECT count(*) FROM g.t)
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE c.oid = 'g.t'::regclass"
+        ),
+        "fb fb 1"
+    );
+    query(&publisher, "SET ROLE ghost; DROP SCHEMA g CASCADE");
+    stream_goes_on(&publisher, &subscriber, 4);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'g'"
+        ),
+        "0"
+    );
+}
+
+/// The session settings that change what a statement means travel with it and hold around it
+/// on the subscriber: the default table access method, the date style its literals were
+/// written in. Function bodies are not checked on replay, as pg_restore does not: this one
+/// names a table that does not exist yet.
+#[test]
+fn settings_that_change_what_a_statement_means_hold_around_it() {
+    let (publisher, subscriber) = subscribed_pair("wedge-settings", "skip");
+    query(
+        &publisher,
+        "CREATE ACCESS METHOD heap2 TYPE TABLE HANDLER heap_tableam_handler;
+         SET default_table_access_method = heap2;
+         CREATE TABLE am_t (a int);
+         SET DateStyle = 'SQL, DMY';
+         CREATE TABLE dated (d date DEFAULT '01/02/2020');
+         SET check_function_bodies = off;
+         CREATE FUNCTION counts() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM not_yet';",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    let shape = "SELECT (SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam
+                          WHERE c.oid = 'am_t'::regclass)
+                     || ' ' || (SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
+                                 WHERE adrelid = 'dated'::regclass)
+                     || ' ' || 'counts()'::regprocedure::text";
+    assert_eq!(
+        query(&subscriber, shape),
+        "heap2 '2020-02-01'::date counts()"
+    );
+    assert_eq!(query(&subscriber, shape), query(&publisher, shape));
+
+    // A setting this server does not accept (the access method is not replicated here) is
+    // left at this server's value, and the row says so.
+    query(&subscriber, "ALTER SUBSCRIPTION sub SET (ddl = 'table')");
+    query(
+        &publisher,
+        "CREATE ACCESS METHOD heap3 TYPE TABLE HANDLER heap_tableam_handler;
+         SET default_table_access_method = heap3;
+         CREATE TABLE am_t3 (a int);
+         INSERT INTO am_t3 VALUES (1);",
+    );
+    stream_goes_on(&publisher, &subscriber, 2);
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM am_t3"), "1");
+    let log = log_of(&subscriber, "public.am_t3");
+    assert!(
+        log[0].starts_with(
+            "applied|default_table_access_method = 'heap3' is not valid here: the statement \
+             ran with this server's"
+        ),
+        "{log:?}"
+    );
 }

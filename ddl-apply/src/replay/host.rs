@@ -3,7 +3,7 @@
 use crate::replay::statement::{self, Checked};
 use crate::replay::{apply_code, detach, tablespace};
 use ddl_adapter::{Context, Failure, Host, Outcome, SqlState};
-use ddl_server::guc::with_search_path;
+use ddl_server::guc::with_settings;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
@@ -17,9 +17,9 @@ use std::ffi::{CStr, CString};
 struct Claim {
     tag: String,
     kind: &'static str,
-    /// The search_path the statement ran with on its origin, set only while a claimed
-    /// statement runs.
-    search_path: String,
+    /// The search_path and settings the statement ran with on its origin (see `settings.rs`),
+    /// set only while a claimed statement is checked and runs.
+    settings: Vec<(String, String)>,
     /// Why a statement an adapter ran was refused: the row then says `refused`.
     refusal: Option<String>,
     /// What the replay changed in the statements it ran, by policy (a dropped tablespace
@@ -41,11 +41,11 @@ pub struct ServerHost {
 }
 
 impl ServerHost {
-    pub fn new(checked: &Checked, search_path: &str) -> ServerHost {
+    pub fn new(checked: &Checked, settings: Vec<(String, String)>) -> ServerHost {
         let claim = Claim {
             tag: checked.tag.clone(),
             kind: checked.kind.token(),
-            search_path: search_path.to_string(),
+            settings,
             refusal: None,
             notes: Vec::new(),
         };
@@ -236,14 +236,18 @@ pub fn replaying() -> bool {
 /// Checks `sql` against the claim of the event being replayed and runs it from its parse tree.
 /// A refused statement is not run: the outcome is fatal and the row will say `refused`.
 pub fn execute_claimed(sql: &str) -> Outcome {
-    let Some((tag, kind, search_path)) = CLAIM.with_borrow(|c| {
+    let Some((tag, kind, settings)) = CLAIM.with_borrow(|c| {
         c.as_ref()
-            .map(|c| (c.tag.clone(), c.kind, c.search_path.clone()))
+            .map(|c| (c.tag.clone(), c.kind, c.settings.clone()))
     }) else {
         return Outcome::fatal("no DDL event is being replayed");
     };
-    // Names resolve as the statement will resolve them: with the event's search_path.
-    let checked = with_search_path(&search_path, || {
+    let settings: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    // Names resolve, and literals parse, as the statement will: with the event's settings.
+    let checked = with_settings(&settings, || {
         statement::parse_one(sql)
             .and_then(|parsed| statement::check_parsed(&parsed, &tag, kind).map(|_| parsed))
     });
@@ -264,7 +268,7 @@ pub fn execute_claimed(sql: &str) -> Outcome {
     };
     // SAFETY: reads the current user's catalog row.
     if unsafe { pg_sys::superuser() } {
-        run_parsed(&parsed, &text, sql, &search_path);
+        run_parsed(&parsed, &text, sql, &settings);
         return Outcome::Success;
     }
     // A role that is not a superuser here: the statement runs in a subtransaction of its own,
@@ -273,7 +277,7 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         // SAFETY: assigns this subtransaction's xid (it writes catalogs anyway), so that the
         // rows the statement writes can be told from older ones.
         let since = unsafe { pg_sys::GetCurrentTransactionId() };
-        run_parsed(&parsed, &text, sql, &search_path);
+        run_parsed(&parsed, &text, sql, &settings);
         apply_code::refusal(since)
     };
     match ddl_server::xact::in_subtransaction(attempt, Option::is_none) {
@@ -311,10 +315,14 @@ pub fn raise(failure: &Failure, message: &str) -> ! {
     }
 }
 
-/// Runs a checked statement with the event's search_path, and what a concurrent detach leaves.
-fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, search_path: &str) {
+/// Runs a checked statement with the event's settings, and what a concurrent detach leaves.
+/// Function bodies are not checked, as pg_restore does not: the body was (or was knowingly
+/// not) checked where the statement first ran, and what it names may not exist here yet.
+fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, settings: &[(&str, &str)]) {
     // SAFETY: the tree was just parsed from `text` by the caller.
-    let detach = with_search_path(search_path, || unsafe {
+    let mut settings = settings.to_vec();
+    settings.push(("check_function_bodies", "off"));
+    let detach = with_settings(&settings, || unsafe {
         // Read before the detach takes the partition constraint away.
         let detach = detach::concurrent_detach((*parsed.stmt).stmt);
         if statement::make_transactional((*parsed.stmt).stmt) {
@@ -382,7 +390,8 @@ mod tests {
     fn replay(sql: &str, tag: &str, kind: &str) {
         let checked = check(sql, tag, kind).unwrap_or_else(|e| panic!("{sql}: {e}"));
         let path = Spi::get_one::<String>("SHOW search_path").unwrap().unwrap();
-        let outcome = ServerHost::new(&checked, &path).execute(sql);
+        let outcome =
+            ServerHost::new(&checked, vec![("search_path".to_string(), path)]).execute(sql);
         assert!(outcome.is_success(), "{sql}: {outcome:?}");
     }
 

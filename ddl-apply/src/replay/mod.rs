@@ -20,6 +20,7 @@ mod detach;
 mod host;
 mod object;
 mod resolution;
+mod settings;
 mod sql_adapter;
 mod statement;
 pub(crate) mod stats;
@@ -78,6 +79,7 @@ fn replay(
     origin_lsn: &str,
     database_name: default!(&str, "''"),
     tables: default!(&str, "''"),
+    settings: default!(&str, "''"),
 ) -> TableIterator<
     'static,
     (
@@ -101,6 +103,7 @@ fn replay(
         origin_sysid,
         origin_lsn,
         tables,
+        settings: settings::parse(settings),
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -130,6 +133,8 @@ struct Event<'a> {
     origin_lsn: &'a str,
     /// The tables the statement left on the publisher (see [`tables`]).
     tables: &'a str,
+    /// The session settings that change what the statement means (see [`settings`]).
+    settings: settings::Settings<'a>,
 }
 
 impl Event<'_> {
@@ -202,7 +207,8 @@ fn replace(
     subscription: &Subscription,
     config: &applying::Config,
 ) -> Verdict {
-    let claims = ddl_server::guc::with_search_path(event.search_path, || statement::claims(sql));
+    let (settings, _) = settings::usable(event.settings, event.search_path);
+    let claims = ddl_server::guc::with_settings(&settings, || statement::claims(sql));
     let (tag, kind) = match claims {
         Ok(claims) => claims,
         Err(why) => {
@@ -282,8 +288,10 @@ fn decide_and_run(
     subscription: &Subscription,
     config: &applying::Config,
 ) -> Replayed {
-    // Names in the statement resolve as the statement will: with the event's search_path.
-    let checked = match ddl_server::guc::with_search_path(event.search_path, || check(event)) {
+    // Names in the statement resolve, and its literals parse, as the statement will: with the
+    // event's search_path and settings.
+    let (settings, setting_notes) = settings::usable(event.settings, event.search_path);
+    let checked = match ddl_server::guc::with_settings(&settings, || check(event)) {
         Ok(checked) => checked,
         Err(reason) => {
             let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.kind);
@@ -346,12 +354,14 @@ fn decide_and_run(
     let mut verdict = run(
         adapter,
         event,
+        &settings,
         &checked,
         config.conflict,
         config.fallback_role.as_deref(),
         subscription.oid,
     );
     verdict.adapter = Some(adapter.name().to_string());
+    verdict.add_notes(setting_notes);
     if verdict.status == "applied" {
         let note = if checked.creates_table() {
             subscription.register_ready(event.object_identity)
@@ -395,15 +405,17 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
 }
 
 /// init_context → execute_ddl → cleanup_context, with the subscription's conflict policy.
+#[allow(clippy::too_many_arguments)] // the event, how to run it, and where
 fn run(
     adapter: &dyn Adapter,
     event: &Event<'_>,
+    settings: &[(&str, &str)],
     checked: &Checked,
     conflict: Conflict,
     fallback: Option<&str>,
     subscription: pg_sys::Oid,
 ) -> Verdict {
-    let mut host = ServerHost::new(checked, event.search_path);
+    let mut host = ServerHost::new(checked, settings::owned(settings));
     let mut ctx = Context {
         dialect: event.dialect.to_string(),
         database: event.database_name.to_string(),

@@ -123,8 +123,8 @@ fn make(
     Some(note)
 }
 
-/// `CREATE TABLE` of the definition (and its schema, when this node lacks it), owned by `owner`
-/// (else by the subscription owner).
+/// `CREATE TABLE` of the definition (and its schema, when this node lacks it), both owned by
+/// `owner` (else by the subscription owner).
 fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
     let schema_missing = !Spi::get_one_with_args::<bool>(
         "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
@@ -148,6 +148,13 @@ fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
     }
     sql.push_str(&format!("CREATE TABLE {table} ({})", items.join(", ")));
     if let Some(owner) = owner {
+        if schema_missing {
+            let schema = quote(&definition.schema);
+            sql.push_str(&format!(
+                ";\nALTER SCHEMA {schema} OWNER TO {}",
+                quote(owner)
+            ));
+        }
         sql.push_str(&format!(";\nALTER TABLE {table} OWNER TO {}", quote(owner)));
     }
     run(&sql);

@@ -152,6 +152,7 @@ fuzz_target!(|data: &[u8]| {
                 event.session_user,
                 event.database,
                 event.tables,
+                event.settings,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

@@ -28,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
                 record.session_user,
                 record.database,
                 record.tables,
+                record.settings,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

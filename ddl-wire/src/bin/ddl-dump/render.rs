@@ -872,6 +872,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("session_user", s(e.session_user)),
             ("database", s(e.database)),
             ("tables", s(e.tables)),
+            ("settings", s(e.settings)),
         ],
         Ddl::Record(r, version) => vec![
             ("format_version", V::Num((*version).into())),
@@ -905,6 +906,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("session_user", s(r.session_user)),
             ("database", s(r.database)),
             ("tables", s(r.tables)),
+            ("settings", s(r.settings)),
         ],
     }
 }
