@@ -32,16 +32,8 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     unsafe {
         let nest = pg_sys::NewGUCNestLevel();
         for (name, value) in &settings {
-            pg_sys::set_config_option(
-                name.as_ptr(),
-                value.as_ptr(),
-                pg_sys::GucContext::PGC_USERSET,
-                pg_sys::GucSource::PGC_S_SESSION,
-                pg_sys::GucAction::GUC_ACTION_SAVE,
-                true,
-                0,
-                false,
-            );
+            // elevel 0: an invalid value is PostgreSQL's ERROR, as for a session's SET.
+            session_set(name, value, true, 0);
         }
         let result = f();
         pg_sys::AtEOXact_GUC(false, nest);
@@ -59,6 +51,15 @@ pub fn valid(name: &str, value: &str) -> bool {
     // SAFETY: changeVal = false only validates; elevel DEBUG1 reports a bad name or value at
     // that level and returns 0 instead of raising it. A valid one returns -1 ("not applied
     // because of changeVal"), as +1 would say it was applied.
+    unsafe { session_set(&name, &value, false, pg_sys::DEBUG1 as i32) != 0 }
+}
+
+/// `set_config_option` as a session's `SET` calls it; `change` false only checks.
+///
+/// # Safety
+/// In a backend, with a GUC nest level to save into when `change` is true.
+unsafe fn session_set(name: &CString, value: &CString, change: bool, elevel: i32) -> i32 {
+    // SAFETY: the caller's promise; both strings are NUL-terminated.
     unsafe {
         pg_sys::set_config_option(
             name.as_ptr(),
@@ -66,9 +67,9 @@ pub fn valid(name: &str, value: &str) -> bool {
             pg_sys::GucContext::PGC_USERSET,
             pg_sys::GucSource::PGC_S_SESSION,
             pg_sys::GucAction::GUC_ACTION_SAVE,
+            change,
+            elevel,
             false,
-            pg_sys::DEBUG1 as i32,
-            false,
-        ) != 0
+        )
     }
 }
