@@ -84,30 +84,32 @@ pub fn available() -> bool {
 
 #[pg_guard]
 unsafe extern "C-unwind" fn shmem_request() {
-    // SAFETY: set once by `preload`, before this hook can run.
-    if let Some(previous) = unsafe { PREVIOUS_REQUEST } {
-        // SAFETY: the hook we replaced, called as PostgreSQL would have.
-        unsafe { pg_guard_ffi_boundary(|| previous()) };
-    }
-    SEGMENTS.with_borrow(|segments| {
-        for segment in segments {
-            // SAFETY: this is the shmem_request_hook.
-            unsafe { segment.request() };
-        }
-    });
+    // SAFETY: set once by `preload`, before this hook can run; this is the request hook.
+    unsafe { chain(PREVIOUS_REQUEST, |segment| segment.request()) }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn shmem_startup() {
-    // SAFETY: set once by `preload`, before this hook can run.
-    if let Some(previous) = unsafe { PREVIOUS_STARTUP } {
-        // SAFETY: the hook we replaced, called as PostgreSQL would have.
+    // SAFETY: as above; this is the startup hook.
+    unsafe { chain(PREVIOUS_STARTUP, |segment| segment.startup()) }
+}
+
+/// Calls the hook we replaced, as PostgreSQL would have, then `each` for every segment.
+///
+/// # Safety
+/// In the hook that `previous` was saved from, with `each` that hook's step.
+unsafe fn chain(
+    previous: Option<unsafe extern "C-unwind" fn()>,
+    each: unsafe fn(&'static dyn Segment),
+) {
+    if let Some(previous) = previous {
+        // SAFETY: the caller's promise.
         unsafe { pg_guard_ffi_boundary(|| previous()) };
     }
     SEGMENTS.with_borrow(|segments| {
         for segment in segments {
-            // SAFETY: this is the shmem_startup_hook.
-            unsafe { segment.startup() };
+            // SAFETY: the caller's promise.
+            unsafe { each(*segment) };
         }
     });
 }
