@@ -182,7 +182,8 @@ pub fn role_exists(role: &str) -> bool {
     unsafe { pg_sys::get_role_oid(name.as_ptr(), true) != pg_sys::InvalidOid }
 }
 
-fn current_user_name() -> String {
+/// The current user's name.
+pub fn current_user_name() -> String {
     // SAFETY: a syscache lookup of the current user, which exists.
     unsafe {
         let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true);

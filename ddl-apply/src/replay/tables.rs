@@ -98,8 +98,8 @@ fn make(
         None => create(definition, &table, owner),
         Some((relid, true)) => {
             let notes: Vec<String> = [
-                add_columns(definition, &table, relid),
-                add_key(definition, &table, relid),
+                add_columns(definition, &table, relid, owner, subscription),
+                add_key(definition, &table, relid, owner, subscription),
             ]
             .into_iter()
             .flatten()
@@ -158,7 +158,7 @@ fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
         sql.push_str(&format!(";\nALTER TABLE {table} OWNER TO {}", quote(owner)));
     }
     run(&sql);
-    let owner = owner.map_or_else(current_user, str::to_string);
+    let owner = owner.map_or_else(crate::replay::host::current_user_name, str::to_string);
     let schema = if schema_missing {
         format!(" in schema {} made for it", quote(&definition.schema))
     } else {
@@ -187,7 +187,13 @@ fn substitutions(columns: &[&Column]) -> String {
 
 /// `ALTER TABLE ... ADD COLUMN` of each column of the definition that table `relid` lacks;
 /// `None` when it lacks none.
-fn add_columns(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<String> {
+fn add_columns(
+    definition: &Definition,
+    table: &str,
+    relid: pg_sys::Oid,
+    owner: Option<&str>,
+    subscription: &Subscription,
+) -> Option<String> {
     let existing: Vec<String> = Spi::connect(|client| {
         client
             .select(
@@ -210,12 +216,18 @@ fn add_columns(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Opti
     if missing.is_empty() {
         return None;
     }
+    let names: Vec<String> = missing.iter().map(|c| quote(&c.name)).collect();
+    if let Err(why) = may_alter(relid, owner, subscription) {
+        return Some(format!(
+            "column(s) {} of {table} not added: {why}",
+            names.join(", ")
+        ));
+    }
     let adds: Vec<String> = missing
         .iter()
         .map(|c| format!("ADD COLUMN {} {}", quote(&c.name), c.sql_type))
         .collect();
     run(&format!("ALTER TABLE {table} {}", adds.join(", ")));
-    let names: Vec<String> = missing.iter().map(|c| quote(&c.name)).collect();
     Some(format!(
         "column(s) {} of {table} added from the publisher's definition{}: the statement did \
          not add them here",
@@ -227,7 +239,13 @@ fn add_columns(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Opti
 /// `ALTER TABLE ... ADD PRIMARY KEY` of the definition's key when table `relid` has nothing an
 /// UPDATE or DELETE could find its row by (no primary key, no replica identity index: the apply
 /// worker refuses those rows then); `None` when it has, or the definition has no key.
-fn add_key(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<String> {
+fn add_key(
+    definition: &Definition,
+    table: &str,
+    relid: pg_sys::Oid,
+    owner: Option<&str>,
+    subscription: &Subscription,
+) -> Option<String> {
     if definition.key.is_empty() {
         return None;
     }
@@ -244,6 +262,9 @@ fn add_key(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<S
     }
     let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
     let key = key.join(", ");
+    if let Err(why) = may_alter(relid, owner, subscription) {
+        return Some(format!("primary key ({key}) of {table} not added: {why}"));
+    }
     // Rows already here may not fit a key: then the table stays as it is, and says why.
     let added = ddl_server::xact::in_subtransaction(
         || run(&format!("ALTER TABLE {table} ADD PRIMARY KEY ({key})")),
@@ -261,17 +282,47 @@ fn add_key(definition: &Definition, table: &str, relid: pg_sys::Oid) -> Option<S
     })
 }
 
+/// Whether table `relid` is the statement's to complete here: it is in the subscription (its
+/// rows come from the publisher, whose definition it follows), or the role the statement ran as
+/// (`owner`; `None` when it was refused) has the rights of its owner, as its own ALTER TABLE
+/// would need. A table of the same name that is the subscriber's own and belongs to someone
+/// else is left alone; the error says whose it is.
+fn may_alter(
+    relid: pg_sys::Oid,
+    owner: Option<&str>,
+    subscription: &Subscription,
+) -> Result<(), String> {
+    let (allowed, relowner) = Spi::get_two_with_args::<bool, String>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r
+                         WHERE r.srsubid = $3 AND r.srrelid = c.oid)
+                OR ($2::pg_catalog.name IS NOT NULL
+                    AND pg_catalog.pg_has_role($2::pg_catalog.name, c.relowner, 'USAGE')),
+                c.relowner::pg_catalog.regrole::pg_catalog.text
+           FROM pg_catalog.pg_class c WHERE c.oid = $1",
+        &[relid.into(), owner.into(), subscription.oid.into()],
+    )
+    .ok()
+    .map_or((None, None), |row| row);
+    match (allowed, owner) {
+        (Some(true), _) => Ok(()),
+        (_, Some(owner)) => Err(format!(
+            "it belongs to {} here and is not in the subscription, and the statement's role {} \
+             may not act for that role",
+            relowner.unwrap_or_default(),
+            quote(owner)
+        )),
+        (_, None) => Err(format!(
+            "it belongs to {} here and is not in the subscription, and the statement's role was \
+             refused here",
+            relowner.unwrap_or_default()
+        )),
+    }
+}
+
 /// Runs statements built here from checked names and resolved types: nothing in them depends on
 /// a search_path.
 fn run(sql: &str) {
     guc::with_search_path("pg_catalog", || Spi::run(sql)).unwrap_or_else(|e| error!("{e}"));
-}
-
-fn current_user() -> String {
-    Spi::get_one::<String>("SELECT current_user::text")
-        .ok()
-        .flatten()
-        .unwrap_or_default()
 }
 
 fn quote(name: &str) -> String {
