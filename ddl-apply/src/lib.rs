@@ -20,6 +20,9 @@
 //! ([`subscription`], which also creates the subscription's `ddl_pgoutput` slot). This crate is
 //! the extension library, `ddl_sync.so`.
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 use pgrx::prelude::*;
 
 pub mod kinds;
@@ -74,7 +77,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 pub extern "C-unwind" fn _PG_init() {
     ddl_server::log::forward_tracing();
     subscription::define_setting();
-    // SAFETY: _PG_init runs once per process.
+    // SAFETY: _PG_init runs once per process, before any statement: what each of these asks.
     unsafe {
         local_change::clear_at_transaction_end();
         subscription::install_hook();

@@ -39,9 +39,13 @@ pub fn set_local_change(on: bool) -> bool {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn clear_at_transaction_end() {
-    xact::at_end(|end| {
-        if !matches!(end, xact::End::SubCommitted { .. }) {
-            ON.set(false);
-        }
-    });
+    // SAFETY: the caller's promise (from `_PG_init`); the listener only clears a flag, so it
+    // cannot raise an ERROR inside PostgreSQL's transaction callbacks.
+    unsafe {
+        xact::at_end(|end| {
+            if !matches!(end, xact::End::SubCommitted { .. }) {
+                ON.set(false);
+            }
+        })
+    };
 }

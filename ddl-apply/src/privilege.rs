@@ -13,7 +13,7 @@
 //! first as the caller and raising privileges only around the write is what PostgreSQL's own
 //! code does, and with the same check (`pg_publication_ownercheck`) and message.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 use pgrx::prelude::*;
 
@@ -29,7 +29,7 @@ pub(crate) fn owned_publication(name: &str) -> pg_sys::Oid {
     let cname = c_string(name);
     // SAFETY: a NUL-terminated name; get_publication_oid raises the error itself when missing.
     let pubid = unsafe { pg_sys::get_publication_oid(cname.as_ptr(), false) };
-    lock_and_check(pubid, Some(&cname));
+    lock_and_check(pubid, Some(name));
     pubid
 }
 
@@ -41,37 +41,46 @@ pub(crate) fn owned_publication_oid(pubid: pg_sys::Oid) {
     lock_and_check(pubid, None);
 }
 
-fn lock_and_check(pubid: pg_sys::Oid, name: Option<&CStr>) {
-    // SAFETY: plain catalog calls on an OID; each raises a PostgreSQL error on failure.
+fn lock_and_check(pubid: pg_sys::Oid, name: Option<&str>) {
+    // SAFETY: a lock on an object's OID (which need not exist), held to the end of the
+    // caller's transaction.
     unsafe {
         pg_sys::LockDatabaseObject(
             pg_sys::PublicationRelationId,
             pubid,
             0,
             pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE,
-        );
-        // Locking accepted pending invalidations: a publication dropped while we waited is gone.
-        let current = pg_sys::get_publication_name(pubid, true);
-        if current.is_null() {
-            match name {
-                Some(name) => {
-                    ereport!(
-                        ERROR,
-                        PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-                        format!("publication \"{}\" does not exist", name.to_string_lossy())
-                    );
-                }
-                None if pg_sys::superuser() => return,
-                None => {
-                    ereport!(
+        )
+    };
+    // Locking accepted pending invalidations: a publication dropped while we waited is gone.
+    // SAFETY: a syscache lookup by OID; missing_ok: NULL for a publication that is gone.
+    let current = unsafe { pg_sys::get_publication_name(pubid, true) };
+    if current.is_null() {
+        match name {
+            Some(name) => {
+                ereport!(
+                    ERROR,
+                    PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                    format!("publication \"{name}\" does not exist")
+                );
+            }
+            // SAFETY: reads the current user's catalog row.
+            None if unsafe { pg_sys::superuser() } => return,
+            None => {
+                ereport!(
                     ERROR,
                     PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-                    format!("must be superuser to change the DDL rules of dropped publication {pubid}")
+                    format!(
+                        "must be superuser to change the DDL rules of dropped publication {pubid}"
+                    )
                 );
-                }
             }
         }
-        if !pg_sys::pg_publication_ownercheck(pubid, pg_sys::GetUserId()) {
+    }
+    // SAFETY: the publication exists, locked; `current` is its NUL-terminated name, which
+    // aclcheck_error puts in PostgreSQL's own "must be owner of publication" ERROR.
+    unsafe {
+        if !ddl_server::versions::owns_publication(pubid, pg_sys::GetUserId()) {
             pg_sys::aclcheck_error(
                 pg_sys::AclResult::ACLCHECK_NOT_OWNER,
                 pg_sys::ObjectType::OBJECT_PUBLICATION,

@@ -257,7 +257,8 @@ fn missing_rule(rule: pg_sys::Oid) -> ! {
 /// A schema by name, locked against a concurrent DROP SCHEMA.
 fn schema_target(name: &str) -> Target {
     let cname = c_string(name);
-    // SAFETY: catalog calls; get_namespace_oid raises `schema "x" does not exist` itself.
+    // SAFETY: a lookup by a NUL-terminated name, which raises `schema "x" does not exist`
+    // itself, then a lock and a lookup by OID, in the function's transaction.
     let nspid = unsafe {
         let nspid = pg_sys::get_namespace_oid(cname.as_ptr(), false);
         pg_sys::LockDatabaseObject(
@@ -337,7 +338,7 @@ fn object_target(class: &PgRelation, objid: pg_sys::Oid) -> Target {
             "schemas have rules of their own: use ddl_sync.add_schema_rule"
         );
     }
-    // SAFETY: an OID test.
+    // SAFETY: compares the OID with a constant (FirstUnpinnedObjectId): no catalog access.
     let catalog = unsafe { pg_sys::IsCatalogRelationOid(classid) } && class.is_table();
     if !catalog || !OBJECT_CATALOGS.contains(&class.name()) {
         ereport!(
@@ -349,7 +350,8 @@ fn object_target(class: &PgRelation, objid: pg_sys::Oid) -> Target {
             )
         );
     }
-    // SAFETY: takes a lock; the object need not exist for that.
+    // SAFETY: a lock needs only the IDs (the object need not exist), held to the end of the
+    // function's transaction.
     unsafe {
         pg_sys::LockDatabaseObject(
             classid,

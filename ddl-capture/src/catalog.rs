@@ -21,28 +21,37 @@ pub unsafe fn scan(
     lockmode: u32,
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, &[Option<pg_sys::Datum>]),
 ) {
-    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-    let relid = if nsp == pg_sys::InvalidOid {
-        pg_sys::InvalidOid
-    } else {
-        pg_sys::get_relname_relid(table.as_ptr(), nsp)
+    // SAFETY: catalog lookups by name in the caller's transaction; with missing_ok, a
+    // database without the extension gives InvalidOid rather than an ERROR.
+    let relid = unsafe {
+        let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
+        if nsp == pg_sys::InvalidOid {
+            pg_sys::InvalidOid
+        } else {
+            pg_sys::get_relname_relid(table.as_ptr(), nsp)
+        }
     };
     if relid == pg_sys::InvalidOid {
         return;
     }
     let lockmode = lockmode as pg_sys::LOCKMODE;
-    let rel = pg_sys::table_open(relid, lockmode);
-    let desc = (*rel).rd_att;
-    let natts = (*desc).natts as usize;
+    // SAFETY: the relation exists (just looked up) and stays open, with its descriptor, until
+    // the table_close below; `natts` is the length of the descriptor's attribute array.
+    let (rel, desc, attrs) = unsafe {
+        let rel = pg_sys::table_open(relid, lockmode);
+        let desc = (*rel).rd_att;
+        (rel, desc, ddl_server::versions::attributes(desc))
+    };
+    let natts = attrs.len();
     let position = |name: &&CStr| {
-        (*desc)
-            .attrs
-            .as_slice(natts)
-            .iter()
-            .position(|a| !a.attisdropped && CStr::from_ptr(a.attname.data.as_ptr()) == *name)
+        attrs.iter().position(|a| {
+            // SAFETY: a NameData is NUL-terminated within its array.
+            !a.attisdropped && unsafe { CStr::from_ptr(a.attname.data.as_ptr()) } == *name
+        })
     };
     let Some(at) = columns.iter().map(position).collect::<Option<Vec<usize>>>() else {
-        pg_sys::table_close(rel, lockmode);
+        // SAFETY: opened above, closed once before the ERROR.
+        unsafe { pg_sys::table_close(rel, lockmode) };
         error!(
             "ddl_sync: ddl_sync.{} lacks a column this version reads",
             table.to_string_lossy()
@@ -51,27 +60,35 @@ pub unsafe fn scan(
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
     let mut row = vec![None; at.len()];
-    let scan = pg_sys::systable_beginscan(
-        rel,
-        pg_sys::InvalidOid,
-        false,
-        std::ptr::null_mut(),
-        0,
-        std::ptr::null_mut(),
-    );
+    // SAFETY: `rel` is open and locked; no scan key, and no index (indexOK false).
+    let scan = unsafe {
+        pg_sys::systable_beginscan(
+            rel,
+            pg_sys::InvalidOid,
+            false,
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        )
+    };
     loop {
-        let tuple = pg_sys::systable_getnext(scan);
+        // SAFETY: the scan is open; the tuple it returns stays valid until the next call.
+        let tuple = unsafe { pg_sys::systable_getnext(scan) };
         if tuple.is_null() {
             break;
         }
-        pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr());
+        // SAFETY: a tuple of `rel`, deformed with its own descriptor into arrays of `natts`.
+        unsafe { pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr()) };
         for (value, &i) in row.iter_mut().zip(&at) {
             *value = (!nulls[i]).then_some(values[i]);
         }
         each(rel, tuple, &row);
     }
-    pg_sys::systable_endscan(scan);
-    pg_sys::table_close(rel, lockmode);
+    // SAFETY: the scan and the relation opened above, each ended once.
+    unsafe {
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, lockmode);
+    }
 }
 
 /// Whether `ddl_sync.<table>` has a row (false when the extension is not installed).
@@ -80,6 +97,7 @@ pub unsafe fn scan(
 /// Runs in a backend inside a transaction.
 pub unsafe fn has_rows(table: &CStr) -> bool {
     let mut found = false;
-    scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true);
+    // SAFETY: the caller's promise; no column is read.
+    unsafe { scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true) };
     found
 }

@@ -22,10 +22,7 @@ impl Row {
     fn datum(&self, name: &CStr) -> Option<pg_sys::Datum> {
         // SAFETY: the slot holds a row of `desc`; all its attributes were deformed.
         unsafe {
-            let natts = (*self.desc).natts as usize;
-            let at = (*self.desc)
-                .attrs
-                .as_slice(natts)
+            let at = ddl_server::versions::attributes(self.desc)
                 .iter()
                 .position(|a| CStr::from_ptr(a.attname.data.as_ptr()) == name)?;
             let isnull = *(*self.slot).tts_isnull.add(at);
@@ -69,44 +66,67 @@ impl Row {
 /// Runs in a backend inside a transaction; `fn_oid` is a built-in SRF that supports
 /// materialize mode and takes no argument.
 pub unsafe fn for_each_row(fn_oid: u32, mut each: impl FnMut(&Row)) {
-    let mut scratch = PgMemoryContexts::new("ddl_sync command collection");
-    scratch.switch_to(|_| {
-        let mut flinfo: pg_sys::FmgrInfo = std::mem::zeroed();
-        pg_sys::fmgr_info(pg_sys::Oid::from(fn_oid), &mut flinfo);
-        // The functions only take the per-query memory context from it.
-        let econtext = pg_sys::palloc0(std::mem::size_of::<pg_sys::ExprContext>())
-            .cast::<pg_sys::ExprContext>();
-        (*econtext).type_ = pg_sys::NodeTag::T_ExprContext;
-        (*econtext).ecxt_per_query_memory = pg_sys::CurrentMemoryContext;
-        (*econtext).ecxt_per_tuple_memory = pg_sys::CurrentMemoryContext;
-        let mut rsinfo: pg_sys::ReturnSetInfo = std::mem::zeroed();
+    let call = |_: &mut PgMemoryContexts| {
+        // SAFETY: plain C structs (integers, pointers, nullable function pointers), for which
+        // all zeroes is a valid value.
+        let (mut flinfo, mut rsinfo): (pg_sys::FmgrInfo, pg_sys::ReturnSetInfo) =
+            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
+        // SAFETY: the caller's promise: `fn_oid` is a built-in function.
+        unsafe { pg_sys::fmgr_info(pg_sys::Oid::from(fn_oid), &mut flinfo) };
         rsinfo.type_ = pg_sys::NodeTag::T_ReturnSetInfo;
-        rsinfo.econtext = econtext;
         rsinfo.allowedModes = pg_sys::SetFunctionReturnMode::SFRM_Materialize as i32;
         rsinfo.returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
-        // No argument: the fixed part of FunctionCallInfoBaseData is the whole call frame.
-        let fcinfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::FunctionCallInfoBaseData>())
-            .cast::<pg_sys::FunctionCallInfoBaseData>();
-        (*fcinfo).flinfo = &mut flinfo;
-        (*fcinfo).resultinfo = std::ptr::addr_of_mut!(rsinfo).cast();
-        (*fcinfo).fncollation = pg_sys::InvalidOid;
-        (*fcinfo).nargs = 0;
+        // SAFETY: palloc0 gives zeroed memory of each struct's size in the current (scratch)
+        // context, which outlives the call; `flinfo` and `rsinfo` outlive it too.
+        let fcinfo = unsafe {
+            // The functions only take the per-query memory context from it.
+            let econtext = pg_sys::palloc0(std::mem::size_of::<pg_sys::ExprContext>())
+                .cast::<pg_sys::ExprContext>();
+            (*econtext).type_ = pg_sys::NodeTag::T_ExprContext;
+            (*econtext).ecxt_per_query_memory = pg_sys::CurrentMemoryContext;
+            (*econtext).ecxt_per_tuple_memory = pg_sys::CurrentMemoryContext;
+            rsinfo.econtext = econtext;
+            // No argument: the fixed part of FunctionCallInfoBaseData is the whole call frame.
+            let fcinfo = pg_sys::palloc0(std::mem::size_of::<pg_sys::FunctionCallInfoBaseData>())
+                .cast::<pg_sys::FunctionCallInfoBaseData>();
+            (*fcinfo).flinfo = &mut flinfo;
+            (*fcinfo).resultinfo = std::ptr::addr_of_mut!(rsinfo).cast();
+            (*fcinfo).fncollation = pg_sys::InvalidOid;
+            (*fcinfo).nargs = 0;
+            fcinfo
+        };
         let function = flinfo.fn_addr.expect("fmgr_info sets fn_addr");
-        // A raw C function pointer: an ERROR inside becomes a Rust panic and unwinds to here.
-        pg_guard_ffi_boundary(|| function(fcinfo));
+        // SAFETY: the function's own calling convention, with the frame the executor would
+        // give it in materialize mode (the caller's promise: it takes no argument). A raw C
+        // function pointer: an ERROR inside becomes a Rust panic and unwinds to here.
+        unsafe { pg_guard_ffi_boundary(|| function(fcinfo)) };
         if rsinfo.setResult.is_null() {
             return; // no row at all
         }
-        let slot = pg_sys::MakeSingleTupleTableSlot(rsinfo.setDesc, &pg_sys::TTSOpsMinimalTuple);
+        // SAFETY: the function left a tuplestore of rows of `setDesc`, both in the current
+        // context; the slot is made for that descriptor.
+        let slot = unsafe {
+            pg_sys::MakeSingleTupleTableSlot(rsinfo.setDesc, &pg_sys::TTSOpsMinimalTuple)
+        };
         let row = Row {
             desc: rsinfo.setDesc,
             slot,
         };
-        while pg_sys::tuplestore_gettupleslot(rsinfo.setResult, true, false, slot) {
-            pg_sys::slot_getsomeattrs_int(slot, (*rsinfo.setDesc).natts);
+        // SAFETY: the tuplestore and the slot above.
+        while unsafe { pg_sys::tuplestore_gettupleslot(rsinfo.setResult, true, false, slot) } {
+            // SAFETY: the slot holds a row of `setDesc`: every attribute is deformed before
+            // `each` reads it (see `Row::datum`).
+            unsafe { pg_sys::slot_getsomeattrs_int(slot, (*rsinfo.setDesc).natts) };
             each(&row);
         }
-        pg_sys::ExecDropSingleTupleTableSlot(slot);
-        pg_sys::tuplestore_end(rsinfo.setResult);
-    });
+        // SAFETY: both made above, each ended once; `row` is not used after.
+        unsafe {
+            pg_sys::ExecDropSingleTupleTableSlot(slot);
+            pg_sys::tuplestore_end(rsinfo.setResult);
+        }
+    };
+    let mut scratch = PgMemoryContexts::new("ddl_sync command collection");
+    // SAFETY: `scratch` is a context of our own, made just now: current while `call` runs,
+    // and deleted only when it drops, after everything allocated in it is done with.
+    unsafe { scratch.switch_to(call) };
 }

@@ -34,56 +34,65 @@ pub unsafe fn create_table_as(
     stmt: *mut pg_sys::CreateTableAsStmt,
     schema: &CStr,
 ) -> Option<CreateTableAs> {
-    let into = (*stmt).into;
-    let columns = result_columns((*stmt).query)?;
-    let names = PgList::<pg_sys::Node>::from_pg((*into).colNames);
-    if names.len() > (*columns).natts as usize {
+    // SAFETY: the caller's promise; the parser always fills `into` and its `rel`, and nothing
+    // changes the tree while the hook reads it.
+    let (stmt, into, rel) = unsafe { (&*stmt, &*(*stmt).into, &*(*(*stmt).into).rel) };
+    // SAFETY: the statement's own query, analysed, in the caller's transaction.
+    let columns = unsafe { result_columns(stmt.query) }?;
+    // SAFETY: a descriptor made for us (see `result_columns`), of `natts` attributes.
+    let attrs = unsafe { ddl_server::versions::attributes(columns) };
+    // SAFETY: the parser's column name list: NIL or String nodes.
+    let names = unsafe { PgList::<pg_sys::Node>::from_pg(into.colNames) };
+    if names.len() > attrs.len() {
         return None;
     }
     let mut sql = String::from("CREATE ");
-    if (*(*into).rel).relpersistence == pg_sys::RELPERSISTENCE_UNLOGGED as c_char {
+    if rel.relpersistence == pg_sys::RELPERSISTENCE_UNLOGGED as c_char {
         sql.push_str("UNLOGGED ");
     }
     sql.push_str("TABLE ");
-    if (*stmt).if_not_exists {
+    if stmt.if_not_exists {
         sql.push_str("IF NOT EXISTS ");
     }
-    let table = text(pg_sys::quote_qualified_identifier(
-        schema.as_ptr(),
-        (*(*into).rel).relname,
-    ));
+    // SAFETY: two NUL-terminated names, the resolved schema's and the parser's.
+    let table = unsafe {
+        text(pg_sys::quote_qualified_identifier(
+            schema.as_ptr(),
+            rel.relname,
+        ))
+    };
     sql.push_str(&table);
     let mut defs = Vec::new();
-    for i in 0..(*columns).natts as usize {
-        let att = (*columns).attrs.as_ptr().add(i);
+    for (i, att) in attrs.iter().enumerate() {
         let name = match names.get_ptr(i) {
-            Some(node) => (*(node as *mut pg_sys::String)).sval,
-            None => (*att).attname.data.as_ptr() as *mut c_char,
+            // SAFETY: a String node of the list, whose `sval` is NUL-terminated.
+            Some(node) => unsafe { (*(node as *mut pg_sys::String)).sval },
+            None => att.attname.data.as_ptr() as *mut c_char,
         };
-        defs.push(column(
-            name,
-            (*att).atttypid,
-            (*att).atttypmod,
-            (*att).attcollation,
-        ));
+        // SAFETY: `name` is NUL-terminated (the parser's, or a NameData); the type, typmod and
+        // collation are the query's.
+        defs.push(unsafe { column(name, att.atttypid, att.atttypmod, att.attcollation) });
     }
     let columns = format!("({})", defs.join(", "));
     sql.push_str(&format!(" {columns}"));
-    if !(*into).accessMethod.is_null() {
-        sql.push_str(&format!(" USING {}", identifier((*into).accessMethod)));
+    if !into.accessMethod.is_null() {
+        // SAFETY: the parser's NUL-terminated name.
+        let access_method = unsafe { identifier(into.accessMethod) };
+        sql.push_str(&format!(" USING {access_method}"));
     }
-    let options: Vec<String> = PgList::<pg_sys::DefElem>::from_pg((*into).options)
+    // SAFETY: the parser's option list: NIL or DefElems.
+    let options: Vec<String> = unsafe { PgList::<pg_sys::DefElem>::from_pg(into.options) }
         .iter_ptr()
-        .map(|def| option(def))
+        // SAFETY: a DefElem of that list.
+        .map(|def| unsafe { option(def) })
         .collect();
     if !options.is_empty() {
         sql.push_str(&format!(" WITH ({})", options.join(", ")));
     }
-    if !(*into).tableSpaceName.is_null() {
-        sql.push_str(&format!(
-            " TABLESPACE {}",
-            identifier((*into).tableSpaceName)
-        ));
+    if !into.tableSpaceName.is_null() {
+        // SAFETY: the parser's NUL-terminated name.
+        let tablespace = unsafe { identifier(into.tableSpaceName) };
+        sql.push_str(&format!(" TABLESPACE {tablespace}"));
     }
     Some(CreateTableAs {
         sql,
@@ -92,25 +101,37 @@ pub unsafe fn create_table_as(
 }
 
 /// The columns the statement's query returns: a SELECT's target list (resjunk columns are not
-/// the table's), or the result of the prepared statement an EXECUTE names.
+/// the table's), or the result of the prepared statement an EXECUTE names. The descriptor is
+/// made in the current memory context.
+///
+/// # Safety
+/// `query` is null or the analysed query of a CREATE TABLE AS; in a transaction.
 unsafe fn result_columns(query: *mut pg_sys::Node) -> Option<pg_sys::TupleDesc> {
-    if query.is_null() || (*query).type_ != pg_sys::NodeTag::T_Query {
+    // SAFETY: the caller's promise: null or a node.
+    if query.is_null() || unsafe { (*query).type_ } != pg_sys::NodeTag::T_Query {
         return None;
     }
-    let query = query as *mut pg_sys::Query;
-    let utility = (*query).utilityStmt;
-    let columns = if (*query).commandType == pg_sys::CmdType::CMD_UTILITY {
-        if utility.is_null() || (*utility).type_ != pg_sys::NodeTag::T_ExecuteStmt {
-            return None;
+    // SAFETY: a Query, by its tag.
+    let query = unsafe { &*(query as *mut pg_sys::Query) };
+    let utility = query.utilityStmt;
+    let columns = if query.commandType == pg_sys::CmdType::CMD_UTILITY {
+        // SAFETY: the Query's utility statement, null or a node; an ExecuteStmt by its tag,
+        // with a NUL-terminated name. A prepared statement that does not exist is NULL
+        // (throwError false); the result descriptor is a copy.
+        unsafe {
+            if utility.is_null() || (*utility).type_ != pg_sys::NodeTag::T_ExecuteStmt {
+                return None;
+            }
+            let name = (*(utility as *mut pg_sys::ExecuteStmt)).name;
+            let prepared = pg_sys::FetchPreparedStatement(name, false);
+            if prepared.is_null() {
+                return None;
+            }
+            pg_sys::FetchPreparedStatementResultDesc(prepared)
         }
-        let name = (*(utility as *mut pg_sys::ExecuteStmt)).name;
-        let prepared = pg_sys::FetchPreparedStatement(name, false);
-        if prepared.is_null() {
-            return None;
-        }
-        pg_sys::FetchPreparedStatementResultDesc(prepared)
     } else {
-        pg_sys::ExecCleanTypeFromTL((*query).targetList)
+        // SAFETY: the analysed query's target list; the descriptor is a new one.
+        unsafe { pg_sys::ExecCleanTypeFromTL(query.targetList) }
     };
     (!columns.is_null()).then_some(columns)
 }
@@ -118,6 +139,10 @@ unsafe fn result_columns(query: *mut pg_sys::Node) -> Option<pg_sys::TupleDesc> 
 /// `"name" type[(typmod)] [COLLATE c]`, the type schema-qualified (the search_path that finds
 /// it here may find another on the subscriber). A collation is written only where it is not the
 /// type's own, as CREATE TABLE would infer it.
+///
+/// # Safety
+/// `name` is a NUL-terminated string in the database encoding, valid for the call; in a
+/// transaction (a type or collation that does not exist is an ERROR).
 pub(crate) unsafe fn column(
     name: *const c_char,
     type_id: pg_sys::Oid,
@@ -125,38 +150,64 @@ pub(crate) unsafe fn column(
     collation: pg_sys::Oid,
 ) -> String {
     let flags = (pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN | pg_sys::FORMAT_TYPE_FORCE_QUALIFY) as u16;
-    let mut def = format!(
-        "{} {}",
-        identifier(name),
-        text(pg_sys::format_type_extended(type_id, typmod, flags))
-    );
-    if collation != pg_sys::InvalidOid && collation != pg_sys::get_typcollation(type_id) {
-        def.push_str(&format!(
-            " COLLATE {}",
-            text(pg_sys::generate_collation_name(collation))
-        ));
+    // SAFETY: the caller's promise for `name`; format_type_extended returns a new string.
+    let mut def = unsafe {
+        format!(
+            "{} {}",
+            identifier(name),
+            text(pg_sys::format_type_extended(type_id, typmod, flags))
+        )
+    };
+    // SAFETY: a syscache lookup (InvalidOid for no such type).
+    if collation != pg_sys::InvalidOid && collation != unsafe { pg_sys::get_typcollation(type_id) }
+    {
+        // SAFETY: generate_collation_name returns a new string.
+        let collation = unsafe { text(pg_sys::generate_collation_name(collation)) };
+        def.push_str(&format!(" COLLATE {collation}"));
     }
     def
 }
 
 /// A storage parameter as `[namespace.]name = 'value'` (a quoted value is accepted for every
 /// kind of parameter, and needs no knowledge of which kind it is).
+///
+/// # Safety
+/// `def` is a DefElem of a `WITH (...)` list the parser made.
 unsafe fn option(def: *mut pg_sys::DefElem) -> String {
-    let mut name = identifier((*def).defname);
-    if !(*def).defnamespace.is_null() {
-        name = format!("{}.{name}", identifier((*def).defnamespace));
-    }
-    if (*def).arg.is_null() {
+    // SAFETY: the caller's promise: its names are NUL-terminated, `defnamespace` null when
+    // there is none.
+    let (name, has_value) = unsafe {
+        let name = identifier((*def).defname);
+        let name = if (*def).defnamespace.is_null() {
+            name
+        } else {
+            format!("{}.{name}", identifier((*def).defnamespace))
+        };
+        (name, !(*def).arg.is_null())
+    };
+    if !has_value {
         return name;
     }
-    let value = CStr::from_ptr(pg_sys::defGetString(def)).to_string_lossy();
+    // SAFETY: a DefElem with a value, which defGetString gives as a NUL-terminated string
+    // (or raises PostgreSQL's ERROR for a value of no string form).
+    let value = unsafe { text(pg_sys::defGetString(def)) };
     format!("{name} = '{}'", value.replace('\'', "''"))
 }
 
+/// `name` quoted as an identifier where it needs it, in UTF-8.
+///
+/// # Safety
+/// `name` is a NUL-terminated string in the database encoding, valid for the call.
 pub(crate) unsafe fn identifier(name: *const c_char) -> String {
-    text(pg_sys::quote_identifier(name))
+    // SAFETY: the caller's promise; the result is `name` itself or a new string.
+    unsafe { text(pg_sys::quote_identifier(name)) }
 }
 
+/// A server string in UTF-8 (see `ddl_server::text`).
+///
+/// # Safety
+/// `s` is a NUL-terminated string in the database encoding, valid for the call.
 pub(crate) unsafe fn text(s: *const c_char) -> String {
-    ddl_server::text::utf8(CStr::from_ptr(s))
+    // SAFETY: the caller's promise.
+    unsafe { ddl_server::text::utf8_ptr(s) }
 }

@@ -19,7 +19,8 @@ use pgrx::pg_sys;
 /// # Safety
 /// Runs in a backend inside a transaction.
 pub unsafe fn anything_to_forget() -> bool {
-    catalog::has_rows(c"adapter")
+    // SAFETY: the caller's promise.
+    unsafe { catalog::has_rows(c"adapter") }
 }
 
 /// Deletes the rows about `dropped` objects. `rules` are the rows of `publication_sync` the
@@ -35,11 +36,15 @@ pub unsafe fn anything_to_forget() -> bool {
 pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
     let about_dropped = |row: &Row| dropped.iter().any(|d| is_about(row, d));
     if rules.rows().any(&about_dropped) {
-        rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
-            if about_dropped(&row) {
-                pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
-            }
-        });
+        // SAFETY: the caller's promise; each tuple is the scan's current row of `rel`, which is
+        // open with RowExclusiveLock, as CatalogTupleDelete needs.
+        unsafe {
+            rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
+                if about_dropped(&row) {
+                    pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+                }
+            })
+        };
     }
     let functions: Vec<u32> = dropped
         .iter()
@@ -50,19 +55,22 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
         return;
     }
     let columns = [c"execute_function", c"init_function", c"cleanup_function"];
-    catalog::scan(
-        c"adapter",
-        &columns,
-        pg_sys::RowExclusiveLock,
-        |rel, tuple, v| {
-            let uses = |d: &Option<pg_sys::Datum>| {
-                d.is_some_and(|d| functions.contains(&(d.value() as u32)))
-            };
-            if v.iter().any(uses) {
-                pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
-            }
-        },
-    );
+    // SAFETY: as above; the columns are of type `oid`, by value.
+    unsafe {
+        catalog::scan(
+            c"adapter",
+            &columns,
+            pg_sys::RowExclusiveLock,
+            |rel, tuple, v| {
+                let uses = |d: &Option<pg_sys::Datum>| {
+                    d.is_some_and(|d| functions.contains(&(d.value() as u32)))
+                };
+                if v.iter().any(uses) {
+                    pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+                }
+            },
+        )
+    };
 }
 
 /// Whether `row` is about the dropped object `d` (a column drop leaves its relation's rows).

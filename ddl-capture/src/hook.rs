@@ -17,45 +17,70 @@ use pgrx::prelude::*;
 /// Call once per process, from `_PG_init`.
 pub unsafe fn install() {
     volatile::define_setting();
-    statement::forget_aborted_statements();
-    crate::replay_origin::clear_at_transaction_end();
-    install_hook();
+    // SAFETY: the caller's promise: once per process, from `_PG_init`.
+    unsafe {
+        statement::forget_aborted_statements();
+        crate::replay_origin::clear_at_transaction_end();
+        install_hook();
+    }
 }
 
 /// Whether `node` is a `DROP ... CASCADE` (needed to rewrite a partly temporary DROP).
+///
+/// # Safety
+/// `node` is null or a node.
 unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
-    !node.is_null()
-        && (*node).type_ == pg_sys::NodeTag::T_DropStmt
-        && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
+    // SAFETY: the caller's promise; a DropStmt by its tag.
+    unsafe {
+        !node.is_null()
+            && (*node).type_ == pg_sys::NodeTag::T_DropStmt
+            && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
+    }
 }
 
 ddl_server::process_utility_hook!(fn install_hook, before, after);
 
 /// Pushes the statement (with the `ddl` option it may carry) and captures what must be
 /// captured before it runs.
+///
+/// # Safety
+/// Called by the hook (see `ddl_server::process_utility_hook!`) with its own `UtilityCall`,
+/// holding the arguments PostgreSQL gave it.
 #[pg_guard]
 unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
-    let call = &mut *call;
-    let request = publication::take_ddl_option(call.pstmt, call.read_only_tree);
+    // SAFETY: the caller's promise: the hook's own, alive and unshared for the call.
+    let call = unsafe { &mut *call };
+    // SAFETY: PostgreSQL's PlannedStmt of a utility statement, and whether we may change it.
+    let request = unsafe { publication::take_ddl_option(call.pstmt, call.read_only_tree) };
     if let Some(r) = &request {
         call.pstmt = r.pstmt;
         // We own the tree now: a copy, or one that was never read-only.
         call.read_only_tree = false;
     }
     let run = request.as_ref().is_none_or(|r| r.run_statement);
+    // SAFETY: the statement's PlannedStmt (PostgreSQL's, or our copy), its tree a node.
+    let (location, len, cascade) = unsafe {
+        let pstmt = &*call.pstmt;
+        (
+            pstmt.stmt_location,
+            pstmt.stmt_len,
+            is_drop_cascade(pstmt.utilityStmt),
+        )
+    };
     let depth = statement::push(Statement {
         query: call.query_string,
-        location: (*call.pstmt).stmt_location,
-        len: (*call.pstmt).stmt_len,
+        location,
+        len,
         top_level: call.top_level(),
-        cascade: is_drop_cascade((*call.pstmt).utilityStmt),
+        cascade,
         dropped: Vec::new(),
         captured: false,
         refills: Vec::new(),
         pstmt: call.pstmt,
         request,
     });
-    if early::capture(call.pstmt) {
+    // SAFETY: in the hook, inside the statement's transaction, the statement just pushed.
+    if unsafe { early::capture(call.pstmt) } {
         statement::with_innermost(|s| s.captured = true);
     }
     Before { depth, run }
@@ -63,14 +88,20 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
 
 /// After the statement: its refills (so that the rows follow its record in WAL), and the
 /// `ddl` option stored, or the publication checked.
+///
+/// # Safety
+/// Called by the hook (see `ddl_server::process_utility_hook!`) once the statement has run,
+/// with the depth `before` gave.
 #[pg_guard]
 unsafe extern "C-unwind" fn after(depth: usize) {
     let Some(mut s) = statement::take(depth) else {
         return;
     };
-    volatile::run_refills(std::mem::take(&mut s.refills));
+    // SAFETY: in the hook after the statement, inside its transaction.
+    unsafe { volatile::run_refills(std::mem::take(&mut s.refills)) };
     match s.request.take() {
         Some(request) => publication::store(&request),
-        None => publication::check_after(s.pstmt),
+        // SAFETY: the tree that ran, PostgreSQL's or our copy: both outlive the hook's call.
+        None => unsafe { publication::check_after(s.pstmt) },
     }
 }

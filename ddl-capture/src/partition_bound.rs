@@ -34,22 +34,28 @@ pub unsafe fn evaluated(
     table: pg_sys::Oid,
     query: &[u8],
 ) -> Option<Replacement> {
-    let (bound, partition) = match (*parsetree).type_ {
-        pg_sys::NodeTag::T_CreateStmt => {
-            ((*(parsetree as *mut pg_sys::CreateStmt)).partbound, table)
+    // SAFETY: the caller's promise: the statement's tree, a node of the type its tag says.
+    let (bound, partition) = unsafe {
+        match (*parsetree).type_ {
+            pg_sys::NodeTag::T_CreateStmt => {
+                ((*(parsetree as *mut pg_sys::CreateStmt)).partbound, table)
+            }
+            pg_sys::NodeTag::T_AlterTableStmt => attached(parsetree.cast())?,
+            _ => return None,
         }
-        pg_sys::NodeTag::T_AlterTableStmt => attached(parsetree as *mut pg_sys::AlterTableStmt)?,
-        _ => return None,
     };
-    if bound.is_null() || (*bound).is_default || all_literals(bound) {
+    // SAFETY: null or the tree's PartitionBoundSpec, whose value lists hold raw parser nodes.
+    if bound.is_null() || unsafe { (*bound).is_default || all_literals(bound) } {
         return None;
     }
-    let groups = match (*bound).strategy as u8 {
+    // SAFETY: as above.
+    let (strategy, location) = unsafe { ((*bound).strategy, (*bound).location) };
+    let groups = match strategy as u8 {
         b'l' => 1,
         b'r' => 2,
         _ => return None, // hash: modulus and remainder are integers in the grammar
     };
-    let start = usize::try_from((*bound).location).ok()?;
+    let start = usize::try_from(location).ok()?;
     let end = sql_text::after_groups(query, start, groups)?;
     let stored = ddl_server::guc::with_settings(
         &[
@@ -77,50 +83,75 @@ pub unsafe fn evaluated(
 }
 
 /// The bound of the ATTACH PARTITION subcommand of `stmt`, and the partition it attaches.
+///
+/// # Safety
+/// `stmt` is an ALTER TABLE's tree; in a transaction.
 unsafe fn attached(
     stmt: *mut pg_sys::AlterTableStmt,
 ) -> Option<(*mut pg_sys::PartitionBoundSpec, pg_sys::Oid)> {
-    PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds)
+    // SAFETY: the caller's promise: `cmds` is a List of AlterTableCmds.
+    unsafe { PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds) }
         .iter_ptr()
         .find_map(|cmd| {
-            let def = (*cmd).def;
-            if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition
-                || def.is_null()
-                || (*def).type_ != pg_sys::NodeTag::T_PartitionCmd
-            {
-                return None;
+            // SAFETY: an AlterTableCmd of the list, whose `def` is null or a node; a
+            // PartitionCmd by its tag, naming the partition with a RangeVar.
+            unsafe {
+                let def = (*cmd).def;
+                if (*cmd).subtype != pg_sys::AlterTableType::AT_AttachPartition
+                    || def.is_null()
+                    || (*def).type_ != pg_sys::NodeTag::T_PartitionCmd
+                {
+                    return None;
+                }
+                let cmd = def as *mut pg_sys::PartitionCmd;
+                Some(((*cmd).bound, ddl_server::relation_oid((*cmd).name)?))
             }
-            let cmd = def as *mut pg_sys::PartitionCmd;
-            Some(((*cmd).bound, ddl_server::relation_oid((*cmd).name)?))
         })
 }
 
 /// Whether every value of the bound is a literal (possibly cast or collated), or MINVALUE /
 /// MAXVALUE: then the text means the same on every node.
+///
+/// # Safety
+/// `bound` is a PartitionBoundSpec of a raw parse tree.
 unsafe fn all_literals(bound: *mut pg_sys::PartitionBoundSpec) -> bool {
-    [
-        (*bound).listdatums,
-        (*bound).lowerdatums,
-        (*bound).upperdatums,
-    ]
-    .into_iter()
-    .all(|list| {
-        PgList::<pg_sys::Node>::from_pg(list)
+    // SAFETY: the caller's promise.
+    let lists = unsafe {
+        [
+            (*bound).listdatums,
+            (*bound).lowerdatums,
+            (*bound).upperdatums,
+        ]
+    };
+    lists.into_iter().all(|list| {
+        // SAFETY: a value list of the bound: NIL or nodes.
+        unsafe { PgList::<pg_sys::Node>::from_pg(list) }
             .iter_ptr()
-            .all(|node| literal(node))
+            // SAFETY: as above.
+            .all(|node| unsafe { literal(node) })
     })
 }
 
+/// Whether `node` is a literal, possibly cast or collated, or MINVALUE / MAXVALUE.
+///
+/// # Safety
+/// `node` is null or a node of a raw parse tree.
 unsafe fn literal(node: *mut pg_sys::Node) -> bool {
     if node.is_null() {
         return true;
     }
-    match (*node).type_ {
-        // MINVALUE and MAXVALUE are column references in the raw tree.
-        pg_sys::NodeTag::T_A_Const | pg_sys::NodeTag::T_ColumnRef => true,
-        pg_sys::NodeTag::T_TypeCast => literal((*(node as *mut pg_sys::TypeCast)).arg),
-        pg_sys::NodeTag::T_CollateClause => literal((*(node as *mut pg_sys::CollateClause)).arg),
-        _ => false,
+    // SAFETY: the caller's promise; a node of the type its tag says, whose `arg` is null or
+    // a node of the same tree.
+    unsafe {
+        match (*node).type_ {
+            // MINVALUE and MAXVALUE are column references in the raw tree.
+            pg_sys::NodeTag::T_A_Const | pg_sys::NodeTag::T_ColumnRef => true,
+            pg_sys::NodeTag::T_TypeCast => literal((*(node as *mut pg_sys::TypeCast)).arg),
+            pg_sys::NodeTag::T_CollateClause => {
+                literal((*(node as *mut pg_sys::CollateClause)).arg)
+            }
+            _ => false,
+        }
     }
 }
 

@@ -24,33 +24,42 @@ pub struct Request {
     kinds: DdlKinds,
 }
 
-/// The options list of a publication statement, if `node` is one.
+/// The options list of a publication statement, if `node` is one, and its publication's name.
+///
+/// # Safety
+/// `node` is a node (not null).
 unsafe fn options_of(
     node: *mut pg_sys::Node,
 ) -> Option<(*mut *mut pg_sys::List, *mut std::ffi::c_char)> {
-    match (*node).type_ {
-        pg_sys::NodeTag::T_CreatePublicationStmt => {
-            let stmt = node as *mut pg_sys::CreatePublicationStmt;
-            Some((&mut (*stmt).options, (*stmt).pubname))
+    // SAFETY: the caller's promise; a statement of the type its tag says.
+    unsafe {
+        match (*node).type_ {
+            pg_sys::NodeTag::T_CreatePublicationStmt => {
+                let stmt = node as *mut pg_sys::CreatePublicationStmt;
+                Some((&mut (*stmt).options, (*stmt).pubname))
+            }
+            pg_sys::NodeTag::T_AlterPublicationStmt => {
+                let stmt = node as *mut pg_sys::AlterPublicationStmt;
+                Some((&mut (*stmt).options, (*stmt).pubname))
+            }
+            _ => None,
         }
-        pg_sys::NodeTag::T_AlterPublicationStmt => {
-            let stmt = node as *mut pg_sys::AlterPublicationStmt;
-            Some((&mut (*stmt).options, (*stmt).pubname))
-        }
-        _ => None,
     }
 }
 
 /// Takes the `ddl` option out of a CREATE/ALTER PUBLICATION, after validating it.
 ///
 /// # Safety
-/// `pstmt` is the statement ProcessUtility was given.
+/// `pstmt` is the statement ProcessUtility was given, and `read_only_tree` its flag; in the
+/// hook, inside the statement's transaction.
 pub unsafe fn take_ddl_option(
     pstmt: *mut pg_sys::PlannedStmt,
     read_only_tree: bool,
 ) -> Option<Request> {
-    let (options, _) = options_of((*pstmt).utilityStmt)?;
-    let text = options::string_value(options::find(*options, "ddl")?);
+    // SAFETY: the caller's promise: a utility statement's PlannedStmt, its tree a node.
+    let (options, _) = unsafe { options_of((*pstmt).utilityStmt) }?;
+    // SAFETY: the statement's options, a List of DefElems with NUL-terminated names.
+    let text = unsafe { options::string_value(options::find(*options, "ddl")?) };
     let kinds = match DdlKinds::parse(&text) {
         Ok(kinds) => kinds,
         Err(e) => {
@@ -61,7 +70,8 @@ pub unsafe fn take_ddl_option(
             );
         }
     };
-    if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
+    // SAFETY: a catalog lookup (missing_ok).
+    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -69,35 +79,49 @@ pub unsafe fn take_ddl_option(
             "Run CREATE EXTENSION ddl_sync in this database first."
         );
     }
-    let pstmt = options::writable(pstmt, read_only_tree);
-    let (options, pubname) = options_of((*pstmt).utilityStmt)?;
-    options::remove(options, "ddl");
-    let is_alter = (*(*pstmt).utilityStmt).type_ == pg_sys::NodeTag::T_AlterPublicationStmt;
-    let publication = ddl_server::text::utf8_ptr(pubname);
-    if is_alter && (*options).is_null() {
+    // SAFETY: the caller's promise: PostgreSQL's tree and its flag, copied when read-only.
+    let pstmt = unsafe { options::writable(pstmt, read_only_tree) };
+    // SAFETY: the tree we may change, a publication statement as the original is; its
+    // name is NUL-terminated.
+    let (options, pubname, is_alter, publication) = unsafe {
+        let (options, pubname) = options_of((*pstmt).utilityStmt)?;
+        options::remove(options, "ddl");
+        let is_alter = (*(*pstmt).utilityStmt).type_ == pg_sys::NodeTag::T_AlterPublicationStmt;
+        (
+            options,
+            pubname,
+            is_alter,
+            ddl_server::text::utf8_ptr(pubname),
+        )
+    };
+    // SAFETY: the options list of our tree, which nothing else changes.
+    let nothing_left = is_alter && unsafe { (*options).is_null() };
+    if nothing_left {
         // Nothing left for AlterPublication: check what it would have checked.
-        let oid = pg_sys::get_publication_oid(pubname, false);
-        if !pg_sys::pg_publication_ownercheck(oid, pg_sys::GetUserId()) {
-            pg_sys::aclcheck_error(
-                pg_sys::AclResult::ACLCHECK_NOT_OWNER,
-                pg_sys::ObjectType::OBJECT_PUBLICATION,
-                pubname,
-            );
+        // SAFETY: the statement's NUL-terminated name; a publication that does not exist, or
+        // one the user does not own, is PostgreSQL's own ERROR.
+        unsafe {
+            let oid = pg_sys::get_publication_oid(pubname, false);
+            if !ddl_server::versions::owns_publication(oid, pg_sys::GetUserId()) {
+                pg_sys::aclcheck_error(
+                    pg_sys::AclResult::ACLCHECK_NOT_OWNER,
+                    pg_sys::ObjectType::OBJECT_PUBLICATION,
+                    pubname,
+                );
+            }
         }
     }
     Some(Request {
         pstmt,
-        run_statement: !(is_alter && (*options).is_null()),
+        run_statement: !nothing_left,
         publication,
         kinds,
     })
 }
 
 /// Stores the option through the extension and adds `ddl_sync.events` to the publication.
-///
-/// # Safety
 /// Runs in the hook, after the statement succeeded.
-pub unsafe fn store(request: &Request) {
+pub fn store(request: &Request) {
     let kinds = request.kinds.to_string();
     Spi::run_with_args(
         "SELECT ddl_sync.set_publication_ddl($1, $2)",
@@ -109,13 +133,12 @@ pub unsafe fn store(request: &Request) {
     }
     let has_events = events_in_publication(&request.publication);
     if has_events == Some(false) {
-        let quoted = CStr::from_ptr(pg_sys::quote_identifier(
-            std::ffi::CString::new(request.publication.as_str())
-                .unwrap_or_default()
-                .as_ptr(),
-        ))
-        .to_string_lossy()
-        .into_owned();
+        let name = std::ffi::CString::new(request.publication.as_str()).unwrap_or_default();
+        // SAFETY: a NUL-terminated string of ours; the result is it or a new string. The name
+        // is UTF-8 already, and quoting adds only ASCII quotes: the result is UTF-8 too.
+        let quoted = unsafe { CStr::from_ptr(pg_sys::quote_identifier(name.as_ptr())) }
+            .to_string_lossy()
+            .into_owned();
         Spi::run(&format!(
             "ALTER PUBLICATION {quoted} ADD TABLE ddl_sync.events"
         ))
@@ -129,18 +152,22 @@ pub unsafe fn store(request: &Request) {
 /// After any other ALTER PUBLICATION: a publication that replicates DDL must keep carrying it.
 ///
 /// # Safety
-/// Runs in the hook, after the statement succeeded.
+/// Runs in the hook, after the statement succeeded; `pstmt` is the PlannedStmt that ran.
 pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
-    let node = (*pstmt).utilityStmt;
-    if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_AlterPublicationStmt {
+    // SAFETY: the caller's promise: a utility statement's PlannedStmt, its tree a node.
+    let node = unsafe { (*pstmt).utilityStmt };
+    // SAFETY: as above.
+    if node.is_null() || unsafe { (*node).type_ } != pg_sys::NodeTag::T_AlterPublicationStmt {
         return;
     }
-    if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
+    // SAFETY: a catalog lookup (missing_ok).
+    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
         return;
     }
-    let name = CStr::from_ptr((*(node as *mut pg_sys::AlterPublicationStmt)).pubname)
-        .to_string_lossy()
-        .into_owned();
+    // SAFETY: an AlterPublicationStmt, by its tag, with its NUL-terminated name.
+    let name = unsafe {
+        ddl_server::text::utf8_ptr((*(node as *mut pg_sys::AlterPublicationStmt)).pubname)
+    };
     check_publication(&name);
 }
 

@@ -35,9 +35,12 @@ pub unsafe extern "C-unwind" fn ddl_sync_set_replay_origin(active: bool, sysid: 
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn clear_at_transaction_end() {
-    xact::at_end(|end| {
-        if matches!(end, End::Committed | End::Committing | End::Aborted) {
-            ORIGIN.set(None);
-        }
-    });
+    // SAFETY: the caller's promise; the listener raises no ERROR.
+    unsafe {
+        xact::at_end(|end| {
+            if matches!(end, End::Committed | End::Committing | End::Aborted) {
+                ORIGIN.set(None);
+            }
+        })
+    };
 }

@@ -14,7 +14,7 @@ use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 
 /// One row of `ddl_sync.publication_sync`.
 pub(crate) struct Row {
@@ -60,15 +60,16 @@ impl Row {
     }
 }
 
-/// The OIDs of the named publications that exist (in the current, or historic, snapshot).
+/// The OIDs of the named publications that exist (in the current, or historic, snapshot). The
+/// names are in the database encoding, as a client gives them.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
-pub unsafe fn publication_oids(names: &[String]) -> Vec<pg_sys::Oid> {
+pub unsafe fn publication_oids(names: &[CString]) -> Vec<pg_sys::Oid> {
     names
         .iter()
-        .filter_map(|name| CString::new(name.as_str()).ok())
-        .map(|name| pg_sys::get_publication_oid(name.as_ptr(), true))
+        // SAFETY: the caller's promise; a NUL-terminated name, missing_ok.
+        .map(|name| unsafe { pg_sys::get_publication_oid(name.as_ptr(), true) })
         .filter(|oid| *oid != pg_sys::InvalidOid)
         .collect()
 }
@@ -90,7 +91,8 @@ impl PublicationRules {
         let rows = if pubids.is_some_and(|p| p.is_empty()) {
             Vec::new()
         } else {
-            read_rows(pubids)
+            // SAFETY: the caller's promise.
+            unsafe { read_rows(pubids) }
         };
         let mut pubids: Vec<pg_sys::Oid> = match pubids {
             Some(p) => p.to_vec(),
@@ -212,13 +214,19 @@ pub enum Verdict {
 
 /// The rows of `publication_sync` for `pubids` (all when `None`); none when the extension is
 /// not installed.
+///
+/// # Safety
+/// Runs in a backend inside a transaction.
 unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
     let mut rows = Vec::new();
-    scan(pg_sys::AccessShareLock, |_, _, row| {
-        if pubids.is_none_or(|p| p.contains(&row.pubid)) {
-            rows.push(row);
-        }
-    });
+    // SAFETY: the caller's promise.
+    unsafe {
+        scan(pg_sys::AccessShareLock, |_, _, row| {
+            if pubids.is_none_or(|p| p.contains(&row.pubid)) {
+                rows.push(row);
+            }
+        })
+    };
     rows
 }
 
@@ -242,7 +250,7 @@ pub(crate) unsafe fn scan(
         c"pfsyncddl",
         c"pfsyncextra",
     ];
-    catalog::scan(c"publication_sync", &columns, lockmode, |rel, tuple, v| {
+    let read = |rel, tuple, v: &[Option<pg_sys::Datum>]| {
         let value = |i: usize| v[i].map_or(0, |d| d.value());
         let oid = |i: usize| pg_sys::Oid::from(value(i) as u32);
         let row = Row {
@@ -255,10 +263,14 @@ pub(crate) unsafe fn scan(
             enabled: value(6) != 0,
             ddl: value(7) as i32,
             extra: v[8].map(|d| {
-                let text = pg_sys::text_to_cstring(d.cast_mut_ptr());
-                ddl_server::text::utf8(CStr::from_ptr(text))
+                // SAFETY: a `text` datum of the current row, valid during this call;
+                // text_to_cstring copies it (detoasted) into a server string.
+                unsafe { ddl_server::text::utf8_ptr(pg_sys::text_to_cstring(d.cast_mut_ptr())) }
             }),
         };
         each(rel, tuple, row);
-    });
+    };
+    // SAFETY: the caller's promise; the columns are of by-value types (`oid`, `"char"`,
+    // `boolean`, `int4`) but for `pfsyncextra`, `text`, read as such above.
+    unsafe { catalog::scan(c"publication_sync", &columns, lockmode, read) };
 }

@@ -21,6 +21,7 @@ use sha2::Sha256;
 use std::ffi::CStr;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -92,12 +93,11 @@ fn data_directory() -> PathBuf {
     if dir.is_null() {
         return PathBuf::from(".");
     }
-    // SAFETY: a NUL-terminated path owned by the server.
-    PathBuf::from(
-        unsafe { CStr::from_ptr(dir) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    // SAFETY: a NUL-terminated path owned by the server. A path is bytes, not text: taken
+    // as they are, whatever they would be as UTF-8.
+    PathBuf::from(std::ffi::OsStr::from_bytes(
+        unsafe { CStr::from_ptr(dir) }.to_bytes(),
+    ))
 }
 
 /// Reads the key, making it first when there is none. Two processes may race to make it: each

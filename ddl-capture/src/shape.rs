@@ -25,88 +25,119 @@ pub unsafe fn tables(relations: &[u32]) -> String {
             continue;
         }
         seen.push(oid);
-        let rel = pg_sys::RelationIdGetRelation(pg_sys::Oid::from(oid));
+        // SAFETY: the caller's promise: in a transaction; NULL for a relation that is gone.
+        let rel = unsafe { pg_sys::RelationIdGetRelation(pg_sys::Oid::from(oid)) };
         if rel.is_null() {
             continue; // dropped again by the same statement
         }
-        if let Some(definition) = definition(rel) {
+        // SAFETY: `rel` is open until the close below.
+        if let Some(definition) = unsafe { definition(rel) } {
             out.push(definition);
         }
-        pg_sys::RelationClose(rel);
+        // SAFETY: opened above, closed once.
+        unsafe { pg_sys::RelationClose(rel) };
     }
     out.join("\n")
 }
 
 /// `CREATE TABLE ...;` of `rel` when rows of it can be published: a permanent table, outside the
 /// server's own schemas.
+///
+/// # Safety
+/// `rel` is an open relation; in a transaction.
 unsafe fn definition(rel: pg_sys::Relation) -> Option<String> {
-    let class = &*(*rel).rd_rel;
+    // SAFETY: the caller's promise: an open relation's pg_class row.
+    let class = unsafe { &*(*rel).rd_rel };
     let is_table = class.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
         || class.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
     if !is_table
         || class.relpersistence != pg_sys::RELPERSISTENCE_PERMANENT as std::ffi::c_char
-        || pg_sys::IsCatalogNamespace(class.relnamespace)
-        || pg_sys::IsToastNamespace(class.relnamespace)
-        || pg_sys::isAnyTempNamespace(class.relnamespace)
+        // SAFETY: tests of a namespace OID (syscache lookups at most).
+        || unsafe {
+            pg_sys::IsCatalogNamespace(class.relnamespace)
+                || pg_sys::IsToastNamespace(class.relnamespace)
+                || pg_sys::isAnyTempNamespace(class.relnamespace)
+        }
     {
         return None;
     }
-    let schema = pg_sys::get_namespace_name(class.relnamespace);
-    if schema.is_null() || CStr::from_ptr(schema).to_bytes() == b"information_schema" {
+    // SAFETY: a syscache lookup, NULL for a namespace that is gone.
+    let schema = unsafe { pg_sys::get_namespace_name(class.relnamespace) };
+    // SAFETY: not NULL: a NUL-terminated name.
+    if schema.is_null() || unsafe { CStr::from_ptr(schema) }.to_bytes() == b"information_schema" {
         return None;
     }
-    let desc = (*rel).rd_att;
-    let attrs = (*desc).attrs.as_slice((*desc).natts as usize);
+    // SAFETY: the open relation's descriptor, of `natts` attributes.
+    let attrs = unsafe { ddl_server::versions::attributes((*rel).rd_att) };
     let mut items: Vec<String> = attrs
         .iter()
         .filter(|a| !a.attisdropped && a.attgenerated == 0)
         .map(|a| {
-            column(
-                a.attname.data.as_ptr(),
-                a.atttypid,
-                a.atttypmod,
-                a.attcollation,
-            )
+            // SAFETY: a NameData is NUL-terminated; the type, typmod and collation are the
+            // column's own.
+            unsafe {
+                column(
+                    a.attname.data.as_ptr(),
+                    a.atttypid,
+                    a.atttypmod,
+                    a.attcollation,
+                )
+            }
         })
         .collect();
     if items.is_empty() {
         return None; // a table of no columns: its rows need nothing either
     }
-    if let Some(key) = replica_identity_key(rel, attrs) {
+    // SAFETY: the open relation and its attributes.
+    if let Some(key) = unsafe { replica_identity_key(rel, attrs) } {
         items.push(format!("PRIMARY KEY ({key})"));
     }
-    let table = text(pg_sys::quote_qualified_identifier(
-        schema,
-        class.relname.data.as_ptr(),
-    ));
+    // SAFETY: two NUL-terminated names, the schema's and the relation's.
+    let table = unsafe {
+        text(pg_sys::quote_qualified_identifier(
+            schema,
+            class.relname.data.as_ptr(),
+        ))
+    };
     Some(format!("CREATE TABLE {table} ({});", items.join(", ")))
 }
 
 /// The columns of the replica identity index (the primary key, or `REPLICA IDENTITY USING
 /// INDEX`), which a subscriber needs to apply UPDATE and DELETE; `None` for `FULL` (the old row
 /// carries every column), `NOTHING`, or no key.
+///
+/// # Safety
+/// `rel` is an open relation and `attrs` its attributes; in a transaction.
 unsafe fn replica_identity_key(
     rel: pg_sys::Relation,
     attrs: &[pg_sys::FormData_pg_attribute],
 ) -> Option<String> {
-    let index = pg_sys::RelationGetReplicaIndex(rel);
+    // SAFETY: the caller's promise.
+    let index = unsafe { pg_sys::RelationGetReplicaIndex(rel) };
     if index == pg_sys::InvalidOid {
         return None;
     }
-    let index_rel = pg_sys::RelationIdGetRelation(index);
+    // SAFETY: an index OID from the relcache; NULL for an index that is gone.
+    let index_rel = unsafe { pg_sys::RelationIdGetRelation(index) };
     if index_rel.is_null() {
         return None;
     }
-    let form = &*(*index_rel).rd_index;
-    let keys = form.indkey.values.as_slice(form.indnkeyatts as usize);
+    // SAFETY: an open index: its pg_index row, with `indnkeyatts` key columns.
+    let keys = unsafe {
+        let form = &*(*index_rel).rd_index;
+        form.indkey.values.as_slice(form.indnkeyatts as usize)
+    };
     let names: Option<Vec<String>> = keys
         .iter()
         .map(|&attnum| {
             // 0 is an expression, which an identity index cannot have; checked anyway.
             let at = usize::try_from(attnum).ok()?.checked_sub(1)?;
-            Some(identifier(attrs.get(at)?.attname.data.as_ptr()))
+            let attribute = attrs.get(at)?;
+            // SAFETY: a NameData is NUL-terminated.
+            Some(unsafe { identifier(attribute.attname.data.as_ptr()) })
         })
         .collect();
-    pg_sys::RelationClose(index_rel);
+    // SAFETY: opened above, closed once; `keys` is not used after.
+    unsafe { pg_sys::RelationClose(index_rel) };
     names.map(|n| n.join(", "))
 }

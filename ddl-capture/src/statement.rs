@@ -76,7 +76,8 @@ pub fn with_innermost<R>(f: impl FnOnce(&mut Statement) -> R) -> Option<R> {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn forget_aborted_statements() {
-    ddl_server::xact::at_end(|end| STACK.with_borrow_mut(|s| s.forget(end)));
+    // SAFETY: the caller's promise; the listener raises no ERROR.
+    unsafe { ddl_server::xact::at_end(|end| STACK.with_borrow_mut(|s| s.forget(end))) };
 }
 
 /// The statement at `location`/`len` of `query` as PostgreSQL's parser marked it: location -1

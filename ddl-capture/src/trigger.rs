@@ -50,14 +50,22 @@ function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
 pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
-    event_trigger_data(fcinfo);
-    let rules = rules::PublicationRules::read(None);
-    if rules.is_empty() && !forget::anything_to_forget() {
+    // SAFETY: the caller's promise: PostgreSQL's call frame.
+    unsafe { event_trigger_data(fcinfo) };
+    // SAFETY: an event trigger runs inside its statement's transaction.
+    let (rules, nothing_to_forget) = unsafe {
+        let rules = rules::PublicationRules::read(None);
+        let nothing = rules.is_empty() && !forget::anything_to_forget();
+        (rules, nothing)
+    };
+    if nothing_to_forget {
         return pg_sys::Datum::from(0usize); // nothing to capture, no row to forget
     }
     let dropped = dropped_objects();
-    forget::forget(&rules, &dropped);
-    if !pg_sys::creating_extension && !rules.none_enabled() {
+    // SAFETY: in the sql_drop trigger, inside the statement's transaction.
+    unsafe { forget::forget(&rules, &dropped) };
+    // SAFETY: a backend global, true while an extension script runs.
+    if !unsafe { pg_sys::creating_extension } && !rules.none_enabled() {
         let original = dropped.into_iter().filter(|d| d.original);
         statement::with_innermost(|s| s.dropped.extend(original));
     }
@@ -73,20 +81,31 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
 pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
-    let data = event_trigger_data(fcinfo);
+    // SAFETY: the caller's promise: PostgreSQL's call frame.
+    let data = unsafe { event_trigger_data(fcinfo) };
     // Statements of an extension script are the CREATE/ALTER EXTENSION's business.
-    if !pg_sys::creating_extension {
-        let tag = CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag))
+    // SAFETY: a backend global, true while an extension script runs.
+    if !unsafe { pg_sys::creating_extension } {
+        // SAFETY: the trigger's EventTriggerData; a tag's name is a static string, ASCII by
+        // construction (PostgreSQL's cmdtaglist.h).
+        let tag = unsafe { CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag)) }
             .to_string_lossy()
             .into_owned();
-        capture(&tag);
+        // SAFETY: in the ddl_command_end trigger, which fires inside the statement.
+        unsafe { capture(&tag) };
     }
     pg_sys::Datum::from(0usize)
 }
 
+/// The trigger's data; PostgreSQL's ERROR when the function was not called as an event trigger.
+///
+/// # Safety
+/// `fcinfo` is the call frame PostgreSQL gave a function it called.
 unsafe fn event_trigger_data(fcinfo: pg_sys::FunctionCallInfo) -> *mut pg_sys::EventTriggerData {
-    let context = (*fcinfo).context;
-    if context.is_null() || (*context).type_ != pg_sys::NodeTag::T_EventTriggerData {
+    // SAFETY: the caller's promise: a call frame, whose `context` is null or a node.
+    let context = unsafe { (*fcinfo).context };
+    // SAFETY: as above.
+    if context.is_null() || unsafe { (*context).type_ } != pg_sys::NodeTag::T_EventTriggerData {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
@@ -126,25 +145,33 @@ pub(crate) struct Recorded {
     pub tables: Option<String>,
 }
 
+/// Captures the statement that ended with command tag `tag`.
+///
+/// # Safety
+/// In a `ddl_command_end` event trigger, inside its statement (which the hook runs, if it is
+/// installed: then the innermost entry of the statement stack is it).
 unsafe fn capture(tag: &str) {
     if statement::with_innermost(|s| s.captured).unwrap_or(false) {
         return;
     }
     // Most statements of a database without DDL publications stop here, having read one small
     // catalog: nothing below is free (the command collection computes every object's identity).
-    let rules = rules::PublicationRules::read(None);
+    // SAFETY: inside the statement's transaction.
+    let rules = unsafe { rules::PublicationRules::read(None) };
     if rules.none_enabled() {
         return;
     }
     let Some(target) = target(tag) else { return };
-    capture_target(&rules, tag, &target);
+    // SAFETY: the caller's promise; `target.command` comes from this statement's collection.
+    unsafe { capture_target(&rules, tag, &target) };
 }
 
 /// Writes the record of the innermost statement, which changed `target`, when a publication
 /// takes it.
 ///
 /// # Safety
-/// Runs in a backend inside a transaction, while the hook runs the statement.
+/// Runs in a backend inside a transaction, while the hook (if installed) runs the statement;
+/// `target.command` is null or the statement's collected command.
 pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, target: &Target) {
     if target.temporary || is_system_schema(&target.schema) {
         return;
@@ -155,14 +182,16 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     };
     // Without the hook (ddl_pgoutput not preloaded) the statement text is unknown: then say so,
     // but only where a publication would have wanted the statement.
-    let (text, top_level) =
-        statement::with_innermost(|s| (statement_text(s), s.top_level)).unwrap_or_default();
-    let recorded = target
-        .recorded
-        .clone()
-        .or_else(|| evaluated_partition_bound(tag, target));
+    // SAFETY: the caller's promise: the innermost statement runs, its query string is valid.
+    let text = statement::with_innermost(|s| (unsafe { statement_text(s) }, s.top_level));
+    let (text, top_level) = text.unwrap_or_default();
+    let recorded = target.recorded.clone().or_else(|| {
+        // SAFETY: the caller's promise, for the statement and for `target.command`.
+        unsafe { evaluated_partition_bound(tag, target) }
+    });
     let session = Session::current();
-    let forwarded = pg_sys::replorigin_session_origin != 0;
+    // SAFETY: a backend global, the session's replication origin (an apply worker's).
+    let forwarded = unsafe { pg_sys::replorigin_session_origin } != 0;
     let mut flags = RecordFlags::TRANSACTIONAL;
     if top_level {
         flags = flags | RecordFlags::TOP_LEVEL;
@@ -170,7 +199,8 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     if forwarded {
         flags = flags | RecordFlags::FORWARDED;
     }
-    let sysid = pg_sys::GetSystemIdentifier();
+    // SAFETY: read from the control file at startup.
+    let sysid = unsafe { pg_sys::GetSystemIdentifier() };
     // Replayed by ddl_sync's apply trigger: keep the key of the node where it first ran.
     let (original_sysid, original_lsn) = if forwarded {
         crate::replay_origin::get().unwrap_or((sysid, 0))
@@ -182,9 +212,11 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     } else {
         namespace_oid(&target.schema)
     };
+    // SAFETY: inside the statement's transaction (a DDL statement has its xid already).
+    let xid = u32::from(unsafe { pg_sys::GetCurrentTransactionId() });
     let record = DdlRecord {
         flags,
-        xid: u32::from(pg_sys::GetCurrentTransactionId()),
+        xid,
         kind: kind.token(),
         class_id: target.class_id,
         object_id: target.object_id,
@@ -222,11 +254,14 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     }
     if tag == "ALTER TABLE" && !forwarded && !target.command.is_null() {
         // May refuse the statement, or plan the replication of its new values.
-        volatile::check(target.command);
+        // SAFETY: the caller's promise: the statement's collected command, which lives until
+        // the statement ends.
+        unsafe { volatile::check(target.command) };
     }
     let tables = match recorded.as_ref().and_then(|r| r.tables.clone()) {
         Some(tables) => tables,
-        None => shape::tables(&target.relations),
+        // SAFETY: in the statement's transaction, the relations it reported.
+        None => unsafe { shape::tables(&target.relations) },
     };
     let record = DdlRecord {
         tables: &tables,
@@ -247,16 +282,19 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
 }
 
 /// DEBUG1: which publications took the statement, and which rule kept it from the others.
-unsafe fn log_verdicts(record: &DdlRecord<'_>, verdicts: &[(pg_sys::Oid, Verdict)]) {
-    if !pg_sys::message_level_is_interesting(pg_sys::DEBUG1 as i32) {
+fn log_verdicts(record: &DdlRecord<'_>, verdicts: &[(pg_sys::Oid, Verdict)]) {
+    // SAFETY: reads the logging settings.
+    if !unsafe { pg_sys::message_level_is_interesting(pg_sys::DEBUG1 as i32) } {
         return;
     }
     let name = |oid: pg_sys::Oid| {
-        let name = pg_sys::get_publication_name(oid, true);
+        // SAFETY: a syscache lookup (missing_ok), in the capture's transaction.
+        let name = unsafe { pg_sys::get_publication_name(oid, true) };
         if name.is_null() {
             format!("{oid:?}")
         } else {
-            CStr::from_ptr(name).to_string_lossy().into_owned()
+            // SAFETY: a NUL-terminated name from the catalog.
+            unsafe { ddl_server::text::utf8_ptr(name) }
         }
     };
     for (publication, verdict) in verdicts {
@@ -288,9 +326,11 @@ unsafe fn log_verdicts(record: &DdlRecord<'_>, verdicts: &[(pg_sys::Oid, Verdict
 /// The target's object type for classification. PostgreSQL reports a domain as `type`; here it
 /// is `domain`, so that COMMENT ON DOMAIN is of kind domain like every other domain statement
 /// (the replay's `object.rs` in ddl-apply resolves it the same way, and must agree).
-unsafe fn object_type(target: &Target) -> &str {
+fn object_type(target: &Target) -> &str {
     let is_domain = target.class_id == u32::from(pg_sys::TypeRelationId)
-        && pg_sys::get_typtype(pg_sys::Oid::from(target.object_id)) as u8 == pg_sys::TYPTYPE_DOMAIN;
+        // SAFETY: a syscache lookup ('\0' for no such type), in the capture's transaction.
+        && unsafe { pg_sys::get_typtype(pg_sys::Oid::from(target.object_id)) } as u8
+            == pg_sys::TYPTYPE_DOMAIN;
     if is_domain {
         "domain"
     } else {
@@ -300,12 +340,13 @@ unsafe fn object_type(target: &Target) -> &str {
 
 /// The object of the statement: the `ddl_command_end` row with the statement's own tag (a
 /// CREATE TABLE also reports the sequences and indexes it made), else the first, else what it
-/// dropped.
-unsafe fn target(tag: &str) -> Option<Target> {
+/// dropped. Reads the command collection: in a `ddl_command_end` event trigger only (PostgreSQL's
+/// ERROR elsewhere).
+fn target(tag: &str) -> Option<Target> {
     let mut first = None;
     let mut own = None;
     let mut relations = Vec::new();
-    collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, |row| {
+    let each = |row: &collection::Row| {
         if row.bool(c"in_extension") {
             return;
         }
@@ -337,7 +378,9 @@ unsafe fn target(tag: &str) -> Option<Target> {
         } else {
             first = Some(found);
         }
-    });
+    };
+    // SAFETY: a built-in SRF of no argument that supports materialize mode.
+    unsafe { collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, each) };
     own.or(first)
         .map(|target| Target {
             relations,
@@ -378,9 +421,11 @@ fn partly_temporary_drop(permanent: &[&Dropped], cascade: bool) -> String {
     format!("DROP {object_type} {}{behavior}", names.join(", "))
 }
 
-unsafe fn dropped_objects() -> Vec<Dropped> {
+/// What the statement dropped. Reads the command collection: in a `sql_drop` event trigger only
+/// (PostgreSQL's ERROR elsewhere).
+fn dropped_objects() -> Vec<Dropped> {
     let mut out = Vec::new();
-    collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, |row| {
+    let each = |row: &collection::Row| {
         out.push(Dropped {
             class_id: row.oid(c"classid"),
             object_id: row.oid(c"objid"),
@@ -391,7 +436,9 @@ unsafe fn dropped_objects() -> Vec<Dropped> {
             object_type: row.text(c"object_type"),
             temporary: row.bool(c"is_temporary"),
         });
-    });
+    };
+    // SAFETY: a built-in SRF of no argument that supports materialize mode.
+    unsafe { collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, each) };
     out
 }
 
@@ -402,35 +449,54 @@ fn is_system_schema(schema: &str) -> bool {
         || schema.starts_with("pg_toast_temp")
 }
 
-unsafe fn namespace_oid(schema: &str) -> u32 {
+/// The OID of the schema named `schema` (UTF-8), 0 when there is none.
+fn namespace_oid(schema: &str) -> u32 {
     if schema.is_empty() {
         return 0;
     }
     // The name went to UTF-8 for the record; the catalog has it in the database encoding.
-    let (name, len) = ddl_server::text::in_server_encoding(schema);
-    let name = std::slice::from_raw_parts(name.cast::<u8>(), len);
+    // SAFETY: in the capture's transaction; the result is `len` bytes, `schema` itself or a
+    // new string in the current memory context, copied at once.
+    let name = unsafe {
+        let (name, len) = ddl_server::text::in_server_encoding(schema);
+        std::slice::from_raw_parts(name.cast::<u8>(), len)
+    };
     match std::ffi::CString::new(name) {
-        Ok(name) => u32::from(pg_sys::get_namespace_oid(name.as_ptr(), true)),
+        // SAFETY: a syscache lookup of a NUL-terminated name (missing_ok).
+        Ok(name) => u32::from(unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) }),
         Err(_) => 0,
     }
 }
 
 /// The statement's text in UTF-8 (records are UTF-8 whatever the server encoding).
+///
+/// # Safety
+/// `s` is an entry of the statement stack whose statement still runs (its query string is
+/// valid); in its transaction.
 unsafe fn statement_text(s: &Statement) -> String {
-    let query = CStr::from_ptr(s.query);
-    let whole = ddl_server::text::utf8(query);
-    let (start, end) = statement_bytes(s);
+    // SAFETY: the caller's promise: the NUL-terminated query string the hook was given.
+    let query = unsafe { CStr::from_ptr(s.query) };
+    // SAFETY: a server string.
+    let whole = unsafe { ddl_server::text::utf8(query) };
+    // SAFETY: the caller's promise.
+    let (start, end) = unsafe { statement_bytes(s) };
     if start == 0 && end == query.to_bytes().len() {
         return statement::cut(&whole, -1, 0).to_string();
     }
     let part = std::ffi::CString::new(&query.to_bytes()[start..end]).unwrap_or_default();
-    statement::cut(&ddl_server::text::utf8(&part), -1, 0).to_string()
+    // SAFETY: bytes of a server string.
+    let part = unsafe { ddl_server::text::utf8(&part) };
+    statement::cut(&part, -1, 0).to_string()
 }
 
 /// Where the statement is in its query string, in bytes of the server encoding (which
 /// stmt_location/len count: cut before converting).
+///
+/// # Safety
+/// `s` is an entry of the statement stack whose statement still runs.
 unsafe fn statement_bytes(s: &Statement) -> (usize, usize) {
-    let len = CStr::from_ptr(s.query).to_bytes().len();
+    // SAFETY: the caller's promise: the NUL-terminated query string the hook was given.
+    let len = unsafe { CStr::from_ptr(s.query) }.to_bytes().len();
     let start = usize::try_from(s.location).unwrap_or(0).min(len);
     let end = match usize::try_from(s.len) {
         Ok(0) | Err(_) => len,
@@ -441,14 +507,23 @@ unsafe fn statement_bytes(s: &Statement) -> (usize, usize) {
 
 /// The statement with its partition bound as stored, when `tag` made or attached a partition
 /// whose bound is not all literals (see [`partition_bound`]).
+///
+/// # Safety
+/// While the hook runs the statement, in its transaction; `target.command` is null or the
+/// statement's collected command.
 unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Recorded> {
     if !matches!(tag, "CREATE TABLE" | "ALTER TABLE") || target.command.is_null() {
         return None;
     }
-    let parsetree = (*target.command).parsetree;
-    let (query, (start, end)) = statement::with_innermost(|s| (s.query, statement_bytes(s)))?;
-    let bytes = CStr::from_ptr(query).to_bytes();
-    let bound = partition_bound::evaluated(parsetree, target.object_id.into(), bytes)?;
+    // SAFETY: the caller's promise: the collected command, with the statement's tree.
+    let parsetree = unsafe { (*target.command).parsetree };
+    // SAFETY: the caller's promise: the innermost statement runs.
+    let innermost = statement::with_innermost(|s| (s.query, unsafe { statement_bytes(s) }));
+    let (query, (start, end)) = innermost?;
+    // SAFETY: that statement's NUL-terminated query string, valid while it runs.
+    let bytes = unsafe { CStr::from_ptr(query) }.to_bytes();
+    // SAFETY: the statement's own tree, `table` what it made or changed, in its transaction.
+    let bound = unsafe { partition_bound::evaluated(parsetree, target.object_id.into(), bytes) }?;
     if bound.start < start || bound.end > end {
         return None;
     }
@@ -456,9 +531,12 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
     spliced.extend_from_slice(&bound.text);
     spliced.extend_from_slice(&bytes[bound.end..end]);
     let spliced = std::ffi::CString::new(spliced).ok()?;
+    // SAFETY: bytes in the database encoding: the query string's, and the stored bound
+    // converted to it.
+    let sql = unsafe { ddl_server::text::utf8(&spliced) };
     Some(Recorded {
         tag: None,
-        sql: statement::cut(&ddl_server::text::utf8(&spliced), -1, 0).to_string(),
+        sql: statement::cut(&sql, -1, 0).to_string(),
         tables: None,
     })
 }
@@ -487,44 +565,57 @@ struct Session {
 }
 
 impl Session {
-    unsafe fn current() -> Session {
+    /// Reads the settings and names of the current session, in a transaction.
+    fn current() -> Session {
         let text = |p: *const std::ffi::c_char| {
             if p.is_null() {
                 String::new()
             } else {
-                ddl_server::text::utf8(CStr::from_ptr(p))
+                // SAFETY: a setting's value or a catalog name, just returned below: a
+                // NUL-terminated server string.
+                unsafe { ddl_server::text::utf8_ptr(p) }
             }
         };
+        // A setting's value is valid until the next GetConfigOption; `text` copies it first.
         // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
-        let dialect = text(pg_sys::GetConfigOption(
-            c"babelfishpg_tsql.sql_dialect".as_ptr(),
-            true,
-            false,
-        ));
+        // SAFETY: a NUL-terminated name; missing_ok: NULL for a setting that is not defined.
+        let dialect = text(unsafe {
+            pg_sys::GetConfigOption(c"babelfishpg_tsql.sql_dialect".as_ptr(), true, false)
+        });
+        // SAFETY: a built-in setting.
+        let search_path =
+            text(unsafe { pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false) });
+        let settings = MEANING_SETTINGS
+            .iter()
+            .filter_map(|name| {
+                // SAFETY: a NUL-terminated name; missing_ok.
+                let value = text(unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) });
+                // A value on several lines has no place in the format (none of these
+                // settings takes one).
+                (!value.contains('\n')).then(|| format!("{}={value}", name.to_string_lossy()))
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        // SAFETY: catalog lookups in the capture's transaction: NULL for a role that is gone
+        // (noerr) or a database that is.
+        let (role, session_user, database) = unsafe {
+            (
+                pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true),
+                pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), true),
+                pg_sys::get_database_name(pg_sys::MyDatabaseId),
+            )
+        };
         Session {
             dialect: if dialect.eq_ignore_ascii_case("tsql") {
                 "tsql".into()
             } else {
                 "postgres".into()
             },
-            search_path: text(pg_sys::GetConfigOption(
-                c"search_path".as_ptr(),
-                false,
-                false,
-            )),
-            settings: MEANING_SETTINGS
-                .iter()
-                .filter_map(|name| {
-                    let value = text(pg_sys::GetConfigOption(name.as_ptr(), true, false));
-                    // A value on several lines has no place in the format (none of these
-                    // settings takes one).
-                    (!value.contains('\n')).then(|| format!("{}={value}", name.to_string_lossy()))
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
-            role: text(pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true)),
-            session_user: text(pg_sys::GetUserNameFromId(pg_sys::GetSessionUserId(), true)),
-            database: text(pg_sys::get_database_name(pg_sys::MyDatabaseId)),
+            search_path,
+            settings,
+            role: text(role),
+            session_user: text(session_user),
+            database: text(database),
         }
     }
 }

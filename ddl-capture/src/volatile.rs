@@ -31,7 +31,6 @@ use crate::statement;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting, PgLogLevel, PostgresGucEnum};
-use std::ffi::CStr;
 
 /// What to do with a statement that would leave different values on the subscribers.
 #[derive(PostgresGucEnum, Clone, Copy, PartialEq, Eq, Debug)]
@@ -81,24 +80,34 @@ struct Rewritten {
 /// # Safety
 /// Runs in the `ddl_command_end` event trigger, inside the statement; `command` is valid.
 pub unsafe fn check(command: *mut pg_sys::CollectedCommand) {
-    if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
-        || (*command).d.alterTable.classId != pg_sys::RelationRelationId
-    {
-        return;
-    }
-    let relid = (*command).d.alterTable.objectId;
-    let subcommands = subcommands(command);
+    // SAFETY: the caller's promise; `d` is the `alterTable` variant for SCT_AlterTable.
+    let relid = unsafe {
+        if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
+            || (*command).d.alterTable.classId != pg_sys::RelationRelationId
+        {
+            return;
+        }
+        (*command).d.alterTable.objectId
+    };
+    // SAFETY: an SCT_AlterTable command, checked above.
+    let subcommands = unsafe { subcommands(command) };
     if subcommands.is_empty() {
         return;
     }
-    let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let rewritten = rewritten(rel, &subcommands);
-    let published = !rewritten.is_empty() && row_published(rel);
-    pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    // SAFETY: the statement's table (relation_open raises an ERROR for one that is gone),
+    // open until the close below; the subcommands are the statement's, on that table.
+    let (rewritten, published) = unsafe {
+        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let rewritten = rewritten(rel, &subcommands);
+        let published = !rewritten.is_empty() && row_published(rel);
+        pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        (rewritten, published)
+    };
     if !published {
         return;
     }
-    let table = qualified_name(relid);
+    // SAFETY: the table exists: it was open just now, and the statement holds its lock.
+    let table = unsafe { qualified_name(relid) };
     if !has_rows(&table) {
         return;
     }
@@ -141,17 +150,22 @@ pub unsafe fn run_refills(refills: Vec<Refill>) {
         return;
     }
     // Like an apply worker: ordinary triggers and rules stay quiet, the rows are not new.
-    let level = pg_sys::NewGUCNestLevel();
-    pg_sys::set_config_option(
-        c"session_replication_role".as_ptr(),
-        c"replica".as_ptr(),
-        pg_sys::GucContext::PGC_SUSET,
-        pg_sys::GucSource::PGC_S_SESSION,
-        pg_sys::GucAction::GUC_ACTION_SAVE,
-        true,
-        0,
-        false,
-    );
+    // SAFETY: the caller's promise: in a transaction. A new GUC nest level, popped below (or by
+    // the transaction's abort on an ERROR) with the value saved in it; NUL-terminated strings.
+    let level = unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"session_replication_role".as_ptr(),
+            c"replica".as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        level
+    };
     for refill in refills {
         Spi::run(&refill.update).unwrap_or_else(|e| {
             error!(
@@ -160,7 +174,8 @@ pub unsafe fn run_refills(refills: Vec<Refill>) {
             )
         });
     }
-    pg_sys::AtEOXact_GUC(true, level);
+    // SAFETY: the level made above, popped once: session_replication_role is restored.
+    unsafe { pg_sys::AtEOXact_GUC(true, level) };
 }
 
 fn report(level: PgLogLevel, message: String, detail: String, hint: &str) {
@@ -183,26 +198,50 @@ enum Subcommand {
 
 /// The subcommands of the statement on its table itself (recursion to inheritors is implied:
 /// the same columns, and statements on the parent reach them).
+///
+/// # Safety
+/// `command` is a collected command of type `SCT_AlterTable`, valid for the call.
 unsafe fn subcommands(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand> {
-    let relid = (*command).d.alterTable.objectId;
-    let subcmds =
-        pgrx::list::PgList::<pg_sys::CollectedATSubcmd>::from_pg((*command).d.alterTable.subcmds);
+    // SAFETY: the caller's promise: the `alterTable` variant, whose `subcmds` is a List of
+    // CollectedATSubcmds.
+    let (relid, subcmds) = unsafe {
+        let alter = &(*command).d.alterTable;
+        (
+            alter.objectId,
+            pgrx::list::PgList::<pg_sys::CollectedATSubcmd>::from_pg(alter.subcmds),
+        )
+    };
     let mut out = Vec::new();
     for sub in subcmds.iter_ptr() {
-        let address = (*sub).address;
-        let cmd = (*sub).parsetree.cast::<pg_sys::AlterTableCmd>();
+        // SAFETY: a subcommand of the list: its address, and its AlterTableCmd (or null).
+        let (address, cmd) = unsafe {
+            (
+                (*sub).address,
+                (*sub).parsetree.cast::<pg_sys::AlterTableCmd>(),
+            )
+        };
         if address.objectId != relid || address.objectSubId <= 0 || cmd.is_null() {
             continue; // IF NOT EXISTS that did nothing, or another relation
         }
         let attnum = address.objectSubId as i16;
         use pg_sys::AlterTableType as At;
-        match (*cmd).subtype {
-            At::AT_AddColumn | At::AT_AddColumnRecurse => out.push(Subcommand::AddColumn(attnum)),
-            At::AT_AlterColumnType => {
-                let def = (*cmd).def.cast::<pg_sys::ColumnDef>();
-                if !def.is_null() && !(*def).cooked_default.is_null() {
-                    out.push(Subcommand::AlterType(attnum, (*def).cooked_default));
-                }
+        // SAFETY: a non-null AlterTableCmd; an ALTER COLUMN TYPE's `def` is null or its
+        // ColumnDef, whose `cooked_default` is the analysed USING expression (or null).
+        let (subtype, using) = unsafe {
+            let def = (*cmd).def.cast::<pg_sys::ColumnDef>();
+            let using = if (*cmd).subtype == At::AT_AlterColumnType && !def.is_null() {
+                (*def).cooked_default
+            } else {
+                std::ptr::null_mut()
+            };
+            ((*cmd).subtype, using)
+        };
+        match subtype {
+            t if ddl_server::versions::ADD_COLUMN.contains(&t) => {
+                out.push(Subcommand::AddColumn(attnum))
+            }
+            At::AT_AlterColumnType if !using.is_null() => {
+                out.push(Subcommand::AlterType(attnum, using));
             }
             _ => {}
         }
@@ -211,29 +250,39 @@ unsafe fn subcommands(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand>
 }
 
 /// The columns whose values the subcommands computed with an expression that is not immutable.
+///
+/// # Safety
+/// `rel` is the open table of the statement the subcommands are of (their expressions valid);
+/// in its transaction.
 unsafe fn rewritten(rel: pg_sys::Relation, subcommands: &[Subcommand]) -> Vec<Rewritten> {
-    let relid = (*rel).rd_id;
+    // SAFETY: the caller's promise.
+    let relid = unsafe { (*rel).rd_id };
     // Only for the message: most subcommands never get here.
     let deparse = |expr: *mut pg_sys::Node| {
-        let context = pg_sys::deparse_context_for(pg_sys::get_rel_name(relid), relid);
-        CStr::from_ptr(pg_sys::deparse_expression(expr, context, false, false))
-            .to_string_lossy()
-            .into_owned()
+        // SAFETY: an analysed expression on the columns of `relid`, an open relation (so it
+        // has a name), deparsed in a context made for it; the result is a server string.
+        unsafe {
+            let context = pg_sys::deparse_context_for(pg_sys::get_rel_name(relid), relid);
+            ddl_server::text::utf8_ptr(pg_sys::deparse_expression(expr, context, false, false))
+        }
     };
     let mut out = Vec::new();
     for subcommand in subcommands {
         let (attnum, expr, using) = match *subcommand {
             Subcommand::AddColumn(attnum) => (
                 attnum,
-                pg_sys::build_column_default(rel, i32::from(attnum)),
+                // SAFETY: the caller's promise: `attnum` is a column the statement added.
+                unsafe { pg_sys::build_column_default(rel, i32::from(attnum)) },
                 false,
             ),
             Subcommand::AlterType(attnum, expr) => (attnum, expr, true),
         };
-        if expr.is_null() || !not_immutable(expr) {
+        // SAFETY: an expression tree: the column's default, or the statement's USING.
+        if expr.is_null() || !unsafe { not_immutable(expr) } {
             continue;
         }
-        let attribute = attribute(rel, attnum);
+        // SAFETY: a column of the open relation; used while it is open.
+        let attribute = unsafe { attribute(rel, attnum) };
         let how = if using {
             format!(
                 "USING {} is not immutable, each node computes it for itself",
@@ -248,53 +297,81 @@ unsafe fn rewritten(rel: pg_sys::Relation, subcommands: &[Subcommand]) -> Vec<Re
             )
         };
         out.push(Rewritten {
-            name: quote(attribute.attname.data.as_ptr()),
+            // SAFETY: a NameData is NUL-terminated.
+            name: unsafe { quote(attribute.attname.data.as_ptr()) },
             how,
         });
     }
     out
 }
 
+/// Whether `expr` may give another value on another node.
+///
+/// # Safety
+/// `expr` is an analysed expression tree; in a transaction.
 unsafe fn not_immutable(expr: *mut pg_sys::Node) -> bool {
-    pg_sys::contain_mutable_functions(expr) || pg_sys::contain_volatile_functions(expr)
+    // SAFETY: the caller's promise; both only walk the tree.
+    unsafe { pg_sys::contain_mutable_functions(expr) || pg_sys::contain_volatile_functions(expr) }
 }
 
+/// Column `attnum` (from 1) of `rel`.
+///
+/// # Safety
+/// `rel` is an open relation with a column `attnum`; the result is used only while it is open.
 unsafe fn attribute(rel: pg_sys::Relation, attnum: i16) -> &'static pg_sys::FormData_pg_attribute {
-    let desc = (*rel).rd_att;
-    &(*desc).attrs.as_slice((*desc).natts as usize)[attnum as usize - 1]
+    // SAFETY: the caller's promise: the open relation's descriptor, of `natts` attributes.
+    unsafe { &ddl_server::versions::attributes((*rel).rd_att)[attnum as usize - 1] }
 }
 
+/// `name` quoted as an identifier where it needs it, in UTF-8.
+///
+/// # Safety
+/// `name` is a NUL-terminated string in the database encoding, valid for the call.
 unsafe fn quote(name: *const std::ffi::c_char) -> String {
-    CStr::from_ptr(pg_sys::quote_identifier(name))
-        .to_string_lossy()
-        .into_owned()
+    // SAFETY: the caller's promise; the result is `name` itself or a new string.
+    unsafe { ddl_server::text::utf8_ptr(pg_sys::quote_identifier(name)) }
 }
 
+/// The schema-qualified, quoted name of `relid`, in UTF-8.
+///
+/// # Safety
+/// `relid` is a relation that exists (neither name lookup may give NULL); in a transaction.
 unsafe fn qualified_name(relid: pg_sys::Oid) -> String {
-    let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
-    CStr::from_ptr(pg_sys::quote_qualified_identifier(
-        schema,
-        pg_sys::get_rel_name(relid),
-    ))
-    .to_string_lossy()
-    .into_owned()
+    // SAFETY: the caller's promise: the relation and its schema have names, NUL-terminated;
+    // the result is a new server string.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        ddl_server::text::utf8_ptr(pg_sys::quote_qualified_identifier(
+            schema,
+            pg_sys::get_rel_name(relid),
+        ))
+    }
 }
 
 /// Whether a publication of this database publishes the table's rows at all: if none does, its
 /// rows are each node's own anyway.
+///
+/// # Safety
+/// `rel` is an open relation; in a transaction.
 unsafe fn row_published(rel: pg_sys::Relation) -> bool {
-    let actions = publication_actions(rel);
+    // SAFETY: the caller's promise.
+    let actions = unsafe { publication_actions(rel) };
     actions.pubinsert || actions.pubupdate || actions.pubdelete
 }
 
+/// What the publications of this database publish of `rel`.
+///
+/// # Safety
+/// `rel` is an open relation; in a transaction.
 unsafe fn publication_actions(rel: pg_sys::Relation) -> pg_sys::PublicationActions {
     let mut desc = pg_sys::PublicationDesc::default();
-    pg_sys::RelationBuildPublicationDesc(rel, &mut desc);
+    // SAFETY: the caller's promise; fills `desc`.
+    unsafe { pg_sys::RelationBuildPublicationDesc(rel, &mut desc) };
     desc.pubactions
 }
 
 /// Whether the table (with its inheritors) has a row, as the statement left it.
-unsafe fn has_rows(table: &str) -> bool {
+fn has_rows(table: &str) -> bool {
     // Read-write SPI takes a new snapshot after a command counter increment: the statement's
     // own rewrite is visible (the portal's snapshot predates it).
     Spi::connect_mut(|client| {
@@ -308,23 +385,31 @@ unsafe fn has_rows(table: &str) -> bool {
 }
 
 /// The UPDATE that replicates the rewritten values, after checking that subscribers can find
-/// the rows it updates; an ERROR saying why not otherwise.
-unsafe fn refill(relid: pg_sys::Oid, table: &str, rewritten: &[Rewritten]) -> String {
-    let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let updates = publication_actions(rel).pubupdate;
-    let desc = (*rel).rd_att;
-    let columns: Vec<(String, bool)> = (*desc)
-        .attrs
-        .as_slice((*desc).natts as usize)
+/// the rows it updates; an ERROR saying why not otherwise. In a transaction.
+fn refill(relid: pg_sys::Oid, table: &str, rewritten: &[Rewritten]) -> String {
+    // SAFETY: relation_open raises an ERROR for a relation that does not exist; open until
+    // the close below.
+    let rel = unsafe { pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
+    // SAFETY: `rel` is open: its publication actions, and its descriptor of `natts` attributes.
+    let (updates, attrs) = unsafe {
+        let desc = (*rel).rd_att;
+        (
+            publication_actions(rel).pubupdate,
+            ddl_server::versions::attributes(desc),
+        )
+    };
+    let columns: Vec<(String, bool)> = attrs
         .iter()
         .filter(|a| !a.attisdropped)
         .map(|a| {
             let settable = a.attgenerated == 0
                 && a.attidentity != pg_sys::ATTRIBUTE_IDENTITY_ALWAYS as std::ffi::c_char;
-            (quote(a.attname.data.as_ptr()), settable)
+            // SAFETY: a NameData is NUL-terminated.
+            (unsafe { quote(a.attname.data.as_ptr()) }, settable)
         })
         .collect();
-    pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+    // SAFETY: opened above, closed once; `attrs` is not used after.
+    unsafe { pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE) };
     let names: Vec<&str> = rewritten.iter().map(|r| r.name.as_str()).collect();
     let cannot = |why: String| -> ! {
         report(
@@ -364,7 +449,7 @@ unsafe fn refill(relid: pg_sys::Oid, table: &str, rewritten: &[Rewritten]) -> St
 
 /// Why subscribers could not find the rows of the table (or of one of its inheritors) by
 /// their replica identity after the statement; `None` when they can.
-unsafe fn identity_problem(relid: pg_sys::Oid, rewritten: &[&str]) -> Option<String> {
+fn identity_problem(relid: pg_sys::Oid, rewritten: &[&str]) -> Option<String> {
     let rewritten: Vec<String> = rewritten.iter().map(|s| s.to_string()).collect();
     // Read-write, for a snapshot that sees the statement's own catalog changes (a new key).
     Spi::connect_mut(|client| {

@@ -33,11 +33,15 @@ pub unsafe fn send(
     scratch: pg_sys::MemoryContext,
 ) -> bool {
     // Catalog lookups see the historic snapshot ReorderBufferProcessTXN installed.
-    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-    let relid = if nsp == pg_sys::InvalidOid {
-        pg_sys::InvalidOid
-    } else {
-        pg_sys::get_relname_relid(c"events".as_ptr(), nsp)
+    // SAFETY: catalog lookups of NUL-terminated names (missing_ok), in the callback's
+    // transaction.
+    let relid = unsafe {
+        let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
+        if nsp == pg_sys::InvalidOid {
+            pg_sys::InvalidOid
+        } else {
+            pg_sys::get_relname_relid(c"events".as_ptr(), nsp)
+        }
     };
     if relid == pg_sys::InvalidOid {
         warning!(
@@ -46,28 +50,34 @@ pub unsafe fn send(
         );
         return false;
     }
-    let rel = pg_sys::RelationIdGetRelation(relid);
+    // SAFETY: a relcache lookup; NULL for a relation that is gone.
+    let rel = unsafe { pg_sys::RelationIdGetRelation(relid) };
     if rel.is_null() {
         return false;
     }
-    let old = pg_sys::MemoryContextSwitchTo(scratch);
-    let tuple = form_tuple(rel, lsn, record);
-    let rb = (*ctx).reorder;
-    let change = pg_sys::ReorderBufferGetChange(rb);
-    (*change).action = pg_sys::ReorderBufferChangeType::REORDER_BUFFER_CHANGE_INSERT;
-    (*change).lsn = lsn;
-    // pgoutput writes change->txn->xid inside streamed blocks, and the subscriber uses it to
-    // throw away the changes of a subtransaction that is rolled back after being streamed: the
-    // event must belong to the subtransaction that ran the statement, not to the top level.
-    (*change).txn = emitting;
-    (*change).origin_id = (*txn).origin_id;
-    (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
-        relnode: (*rel).rd_node,
-        clear_toast_afterwards: true,
-        oldtuple: std::ptr::null_mut(),
-        newtuple: tuple_buf(rb, tuple),
+    // SAFETY: `scratch` is the session's context, a child of the decoding context's, so alive
+    // while this callback runs; switched back below (on an ERROR, the abort switches back).
+    let old = unsafe { pg_sys::MemoryContextSwitchTo(scratch) };
+    // SAFETY: `rel` is open; the tuple is made in `scratch`.
+    let tuple = unsafe { form_tuple(rel, lsn, record) };
+    // SAFETY: the caller's promise: `ctx` is live, and its reorder buffer gives a zeroed change
+    // of our own, filled as decode.c fills an INSERT's; `txn` and `emitting` are the caller's.
+    let (rb, change) = unsafe {
+        let rb = (*ctx).reorder;
+        let change = ddl_server::versions::alloc_change(rb);
+        (*change).action = pg_sys::ReorderBufferChangeType::REORDER_BUFFER_CHANGE_INSERT;
+        (*change).lsn = lsn;
+        // pgoutput writes change->txn->xid inside streamed blocks, and the subscriber uses it
+        // to throw away the changes of a subtransaction that is rolled back after being
+        // streamed: the event must belong to the subtransaction that ran the statement, not to
+        // the top level.
+        (*change).txn = emitting;
+        (*change).origin_id = (*txn).origin_id;
+        ddl_server::versions::set_insert(rb, change, rel, tuple);
+        (rb, change)
     };
-    pg_sys::MemoryContextSwitchTo(old);
+    // SAFETY: back to the caller's context.
+    unsafe { pg_sys::MemoryContextSwitchTo(old) };
 
     let callbacks = pgoutput::callbacks();
     let change_cb = if streaming {
@@ -76,24 +86,38 @@ pub unsafe fn send(
         callbacks.change_cb
     };
     if let Some(change_cb) = change_cb {
-        pg_guard_ffi_boundary(|| change_cb(ctx, txn, rel, change));
+        // SAFETY: pgoutput's change callback, with the callback's context and transaction and
+        // a change of an open relation; a raw C function pointer, so an ERROR inside becomes a
+        // Rust panic.
+        unsafe { pg_guard_ffi_boundary(|| change_cb(ctx, txn, rel, change)) };
     }
     // The change was never counted in the reorder buffer's memory; this also frees newtuple.
-    pg_sys::ReorderBufferReturnChange(rb, change, false);
-    pg_sys::RelationClose(rel);
-    pg_sys::MemoryContextReset(scratch);
+    // SAFETY: the change taken from `rb` above and the relation opened above, each given back
+    // once; nothing made in `scratch` is used after.
+    unsafe {
+        ddl_server::versions::free_change(rb, change);
+        pg_sys::RelationClose(rel);
+        pg_sys::MemoryContextReset(scratch);
+    }
     true
 }
 
 /// The row: each column of `ddl_sync.events` that ddl-wire's event view reads, by name; the
 /// subscriber's apply-status columns stay NULL.
+///
+/// # Safety
+/// `rel` is the open `ddl_sync.events`; in a transaction.
 unsafe fn form_tuple(
     rel: pg_sys::Relation,
     lsn: pg_sys::XLogRecPtr,
     record: &DdlRecord<'_>,
 ) -> pg_sys::HeapTuple {
-    let desc = (*rel).rd_att;
-    let natts = (*desc).natts as usize;
+    // SAFETY: the caller's promise: the open relation's descriptor, of `natts` attributes.
+    let (desc, attrs) = unsafe {
+        let desc = (*rel).rd_att;
+        (desc, ddl_server::versions::attributes(desc))
+    };
+    let natts = attrs.len();
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
     let origin_lsn = if record.origin.original_lsn == 0 {
@@ -101,12 +125,13 @@ unsafe fn form_tuple(
     } else {
         record.origin.original_lsn
     };
-    for (i, attr) in (*desc).attrs.as_slice(natts).iter().enumerate() {
+    for (i, attr) in attrs.iter().enumerate() {
         if attr.attisdropped {
             continue;
         }
         let text = |s: &str| server_text(s);
-        let value = match CStr::from_ptr(attr.attname.data.as_ptr()).to_bytes() {
+        // SAFETY: a NameData is NUL-terminated.
+        let value = match unsafe { CStr::from_ptr(attr.attname.data.as_ptr()) }.to_bytes() {
             b"lsn" => pg_sys::Datum::from(lsn),
             b"origin_sysid" => pg_sys::Datum::from(record.origin.original_sysid as i64),
             b"origin_lsn" => pg_sys::Datum::from(origin_lsn),
@@ -130,37 +155,23 @@ unsafe fn form_tuple(
         values[i] = value;
         nulls[i] = false;
     }
-    pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr())
+    // SAFETY: `values` and `nulls` have an entry for each attribute of `desc`, each value of
+    // its column's type as the extension defines it; the tuple is made in the current memory
+    // context.
+    unsafe { pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr()) }
 }
 
 /// A `text` datum of `s` (UTF-8, as records are) in the database's encoding: pgoutput sends
 /// text columns from the server encoding to the client's, so UTF-8 bytes left as they are in a
-/// LATIN1 database would reach a UTF-8 subscriber encoded twice (`café` as `cafÃ©`).
-unsafe fn server_text(s: &str) -> pg_sys::Datum {
-    let (text, len) = ddl_server::text::in_server_encoding(s);
-    pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(text, len as i32))
-}
-
-/// Copies `tuple` into a reorder buffer tuple, as DecodeXLogTuple() would have made it.
-unsafe fn tuple_buf(
-    rb: *mut pg_sys::ReorderBuffer,
-    tuple: pg_sys::HeapTuple,
-) -> *mut pg_sys::ReorderBufferTupleBuf {
-    let header = offset_of!(pg_sys::HeapTupleHeaderData, t_bits); // SizeofHeapTupleHeader
-    let len = (*tuple).t_len as usize;
-    let buf = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
-    std::ptr::copy_nonoverlapping(
-        (*tuple).t_data as *const u8,
-        (*buf).tuple.t_data as *mut u8,
-        len,
-    );
-    (*buf).tuple.t_len = len as u32;
-    // ItemPointerSetInvalid, and no table OID, as for a decoded tuple.
-    (*buf).tuple.t_self.ip_blkid.bi_hi = 0xFFFF;
-    (*buf).tuple.t_self.ip_blkid.bi_lo = 0xFFFF;
-    (*buf).tuple.t_self.ip_posid = 0;
-    (*buf).tuple.t_tableOid = pg_sys::InvalidOid;
-    buf
+/// LATIN1 database would reach a UTF-8 subscriber encoded twice (`café` as `cafÃ©`). In a
+/// transaction (a conversion may look up its function).
+fn server_text(s: &str) -> pg_sys::Datum {
+    // SAFETY: `len` bytes at `text` (`s` itself, or a conversion in the current memory
+    // context), copied into a new text datum there.
+    unsafe {
+        let (text, len) = ddl_server::text::in_server_encoding(s);
+        pg_sys::Datum::from(pg_sys::cstring_to_text_with_len(text, len as i32))
+    }
 }
 
 /// Whether `relation` is `ddl_sync.events`. Its real rows are node-local (a subscriber's apply
@@ -170,16 +181,18 @@ unsafe fn tuple_buf(
 /// # Safety
 /// `relation` is a change callback's open relation.
 pub unsafe fn is_events_relation(relation: pg_sys::Relation) -> bool {
-    let class = (*relation).rd_rel;
+    // SAFETY: the caller's promise: an open relation's pg_class row.
+    let class = unsafe { &*(*relation).rd_rel };
     // Every change of every table passes here: compare the name's first bytes in place
     // (NameData is NUL-padded) before anything costs more.
     const EVENTS: &[u8; 7] = b"events\0";
-    let name = &(*class).relname.data;
+    let name = &class.relname.data;
     if name.iter().zip(EVENTS).any(|(&a, &b)| a as u8 != b) {
         return false;
     }
-    let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-    if nsp != (*class).relnamespace {
+    // SAFETY: a syscache lookup (missing_ok), in the callback's transaction.
+    let nsp = unsafe { pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true) };
+    if nsp != class.relnamespace {
         return false;
     }
     debug1!("ddl_pgoutput: a change of ddl_sync.events is node-local: not sent");
@@ -195,18 +208,23 @@ pub unsafe fn find_txn(
     txn: *mut pg_sys::ReorderBufferTXN,
     xid: u32,
 ) -> Option<*mut pg_sys::ReorderBufferTXN> {
-    if (*txn).xid == pg_sys::TransactionId::from(xid) {
+    // SAFETY: the caller's promise.
+    if unsafe { (*txn).xid } == pg_sys::TransactionId::from(xid) {
         return Some(txn);
     }
-    let head: *mut pg_sys::dlist_node = &mut (*txn).subtxns.head;
-    let mut node = (*head).next; // NULL: a list never initialised, i.e. empty
-    while !node.is_null() && node != head {
-        let sub = (node as *mut u8).sub(offset_of!(pg_sys::ReorderBufferTXN, node))
-            as *mut pg_sys::ReorderBufferTXN;
-        if (*sub).xid == pg_sys::TransactionId::from(xid) {
-            return Some(sub);
+    // SAFETY: the caller's promise: `subtxns` is the list of its subtransactions, linked by
+    // their `node` (a list never initialised has a NULL `next`, and is empty).
+    unsafe {
+        let head: *mut pg_sys::dlist_node = &mut (*txn).subtxns.head;
+        let mut node = (*head).next;
+        while !node.is_null() && node != head {
+            let sub = (node as *mut u8).sub(offset_of!(pg_sys::ReorderBufferTXN, node))
+                as *mut pg_sys::ReorderBufferTXN;
+            if (*sub).xid == pg_sys::TransactionId::from(xid) {
+                return Some(sub);
+            }
+            node = (*node).next;
         }
-        node = (*node).next;
     }
     None
 }

@@ -20,6 +20,9 @@
 //!        'proto_version', '1', 'publication_names', 'p');
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod events;
 mod pgoutput;
 mod session;
@@ -59,17 +62,25 @@ pub extern "C-unwind" fn _PG_init() {
 #[no_mangle]
 #[pg_guard]
 pub unsafe extern "C-unwind" fn _PG_output_plugin_init(cb: *mut pg_sys::OutputPluginCallbacks) {
+    let pgoutput = pgoutput::callbacks();
     // Start from pgoutput's table verbatim: every callback we do not interpose is pgoutput's own.
-    *cb = *pgoutput::callbacks();
-    (*cb).startup_cb = Some(startup_cb);
-    (*cb).change_cb = Some(change_cb);
-    (*cb).stream_change_cb = Some(stream_change_cb);
-    (*cb).truncate_cb = Some(truncate_cb);
-    (*cb).stream_truncate_cb = Some(stream_truncate_cb);
-    (*cb).message_cb = Some(message_cb);
-    (*cb).stream_message_cb = Some(stream_message_cb);
+    // SAFETY: the caller's promise.
+    unsafe {
+        *cb = *pgoutput;
+        (*cb).startup_cb = Some(startup_cb);
+        (*cb).change_cb = Some(change_cb);
+        (*cb).stream_change_cb = Some(stream_change_cb);
+        (*cb).truncate_cb = Some(truncate_cb);
+        (*cb).stream_truncate_cb = Some(stream_truncate_cb);
+        (*cb).message_cb = Some(message_cb);
+        (*cb).stream_message_cb = Some(stream_message_cb);
+    }
 }
 
+/// pgoutput's startup, then the session's.
+///
+/// # Safety
+/// Called by PostgreSQL as the startup callback of a live decoding context.
 #[pg_guard]
 unsafe extern "C-unwind" fn startup_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -77,11 +88,18 @@ unsafe extern "C-unwind" fn startup_cb(
     is_init: bool,
 ) {
     if let Some(startup) = pgoutput::callbacks().startup_cb {
-        pg_guard_ffi_boundary(|| startup(ctx, options, is_init));
+        // SAFETY: pgoutput's startup callback with PostgreSQL's arguments; a raw C function
+        // pointer, so an ERROR inside becomes a Rust panic.
+        unsafe { pg_guard_ffi_boundary(|| startup(ctx, options, is_init)) };
     }
-    session::begin(ctx);
+    // SAFETY: the caller's promise.
+    unsafe { session::begin(ctx) };
 }
 
+/// See [`on_change`].
+///
+/// # Safety
+/// Called by PostgreSQL as a change callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn change_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -89,9 +107,14 @@ unsafe extern "C-unwind" fn change_cb(
     relation: pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    on_change(ctx, txn, relation, change, false);
+    // SAFETY: the caller's promise.
+    unsafe { on_change(ctx, txn, relation, change, false) };
 }
 
+/// See [`on_change`].
+///
+/// # Safety
+/// Called by PostgreSQL as a streamed change callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn stream_change_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -99,10 +122,14 @@ unsafe extern "C-unwind" fn stream_change_cb(
     relation: pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    on_change(ctx, txn, relation, change, true);
+    // SAFETY: the caller's promise.
+    unsafe { on_change(ctx, txn, relation, change, true) };
 }
 
 /// Both change callbacks: pgoutput's, unless the change is one of `ddl_sync.events`.
+///
+/// # Safety
+/// The arguments PostgreSQL gave a change callback (`streaming`: the streamed one).
 unsafe fn on_change(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -110,7 +137,8 @@ unsafe fn on_change(
     change: *mut pg_sys::ReorderBufferChange,
     streaming: bool,
 ) {
-    if events::is_events_relation(relation) {
+    // SAFETY: the caller's promise: the change's open relation.
+    if unsafe { events::is_events_relation(relation) } {
         return;
     }
     let callbacks = pgoutput::callbacks();
@@ -120,10 +148,16 @@ unsafe fn on_change(
         callbacks.change_cb
     };
     if let Some(cb) = cb {
-        pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change));
+        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments; a raw C
+        // function pointer, so an ERROR inside becomes a Rust panic.
+        unsafe { pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change)) };
     }
 }
 
+/// See [`on_truncate`].
+///
+/// # Safety
+/// Called by PostgreSQL as a truncate callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn truncate_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -132,9 +166,14 @@ unsafe extern "C-unwind" fn truncate_cb(
     relations: *mut pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    on_truncate(ctx, txn, nrelations, relations, change, false);
+    // SAFETY: the caller's promise.
+    unsafe { on_truncate(ctx, txn, nrelations, relations, change, false) };
 }
 
+/// See [`on_truncate`].
+///
+/// # Safety
+/// Called by PostgreSQL as a streamed truncate callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn stream_truncate_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -143,10 +182,14 @@ unsafe extern "C-unwind" fn stream_truncate_cb(
     relations: *mut pg_sys::Relation,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    on_truncate(ctx, txn, nrelations, relations, change, true);
+    // SAFETY: the caller's promise.
+    unsafe { on_truncate(ctx, txn, nrelations, relations, change, true) };
 }
 
 /// Both truncate callbacks: pgoutput's, for the relations other than `ddl_sync.events`.
+///
+/// # Safety
+/// The arguments PostgreSQL gave a truncate callback (`streaming`: the streamed one).
 unsafe fn on_truncate(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -163,19 +206,29 @@ unsafe fn on_truncate(
     }) else {
         return;
     };
-    let all = std::slice::from_raw_parts(relations, usize::try_from(nrelations).unwrap_or(0));
+    // SAFETY: the caller's promise: `relations` is the reorder buffer's array of `nrelations`
+    // open relations (palloc'd, so not NULL even when empty).
+    let all =
+        unsafe { std::slice::from_raw_parts(relations, usize::try_from(nrelations).unwrap_or(0)) };
     let mut kept: Vec<pg_sys::Relation> = all
         .iter()
         .copied()
-        .filter(|&r| !events::is_events_relation(r))
+        // SAFETY: an open relation of the change.
+        .filter(|&r| !unsafe { events::is_events_relation(r) })
         .collect();
     if kept.is_empty() {
         return;
     }
     let n = kept.len() as std::ffi::c_int;
-    pg_guard_ffi_boundary(|| cb(ctx, txn, n, kept.as_mut_ptr(), change));
+    // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments but fewer of
+    // its relations; a raw C function pointer, so an ERROR inside becomes a Rust panic.
+    unsafe { pg_guard_ffi_boundary(|| cb(ctx, txn, n, kept.as_mut_ptr(), change)) };
 }
 
+/// See [`on_message`].
+///
+/// # Safety
+/// Called by PostgreSQL as a message callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn message_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -186,9 +239,14 @@ unsafe extern "C-unwind" fn message_cb(
     size: pg_sys::Size,
     message: *const c_char,
 ) {
-    on_message(ctx, txn, lsn, transactional, prefix, size, message, false);
+    // SAFETY: the caller's promise.
+    unsafe { on_message(ctx, txn, lsn, transactional, prefix, size, message, false) };
 }
 
+/// See [`on_message`].
+///
+/// # Safety
+/// Called by PostgreSQL as a streamed message callback.
 #[pg_guard]
 unsafe extern "C-unwind" fn stream_message_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -199,11 +257,15 @@ unsafe extern "C-unwind" fn stream_message_cb(
     size: pg_sys::Size,
     message: *const c_char,
 ) {
-    on_message(ctx, txn, lsn, transactional, prefix, size, message, true);
+    // SAFETY: the caller's promise.
+    unsafe { on_message(ctx, txn, lsn, transactional, prefix, size, message, true) };
 }
 
 /// Both message callbacks: the DDL event first, then the message itself to pgoutput's callback
 /// of the same kind, which forwards it to clients that asked for `messages`.
+///
+/// # Safety
+/// The arguments PostgreSQL gave a message callback (`streaming`: the streamed one).
 #[allow(clippy::too_many_arguments)] // the message callback's own arguments
 unsafe fn on_message(
     ctx: *mut pg_sys::LogicalDecodingContext,
@@ -216,7 +278,8 @@ unsafe fn on_message(
     streaming: bool,
 ) {
     if transactional {
-        ddl_event(ctx, txn, lsn, prefix, size, message, streaming);
+        // SAFETY: the caller's promise.
+        unsafe { ddl_event(ctx, txn, lsn, prefix, size, message, streaming) };
     }
     let callbacks = pgoutput::callbacks();
     let pgoutput_cb = if streaming {
@@ -225,7 +288,11 @@ unsafe fn on_message(
         callbacks.message_cb
     };
     if let Some(cb) = pgoutput_cb {
-        pg_guard_ffi_boundary(|| cb(ctx, txn, lsn, transactional, prefix, size, message));
+        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments; a raw C
+        // function pointer, so an ERROR inside becomes a Rust panic.
+        unsafe {
+            pg_guard_ffi_boundary(|| cb(ctx, txn, lsn, transactional, prefix, size, message))
+        };
     }
 }
 
@@ -237,11 +304,14 @@ unsafe fn on_message(
 /// streaming the transaction for now. pgoutput does no catalog access for a message, so to keep
 /// the output identical we must not either: the DDL of an aborted subtransaction would be thrown
 /// away by every consumer anyway.
-unsafe fn in_aborted_transaction() -> bool {
-    let xid = pg_sys::CheckXidAlive;
-    xid != pg_sys::InvalidTransactionId
-        && !pg_sys::TransactionIdIsInProgress(xid)
-        && !pg_sys::TransactionIdDidCommit(xid)
+fn in_aborted_transaction() -> bool {
+    // SAFETY: a backend global, and status lookups (procarray, clog) of a transaction id.
+    unsafe {
+        let xid = pg_sys::CheckXidAlive;
+        xid != pg_sys::InvalidTransactionId
+            && !pg_sys::TransactionIdIsInProgress(xid)
+            && !pg_sys::TransactionIdDidCommit(xid)
+    }
 }
 
 /// Turns a `ddl_sync` message into a DDL event when one of the client's publications takes it.
@@ -250,6 +320,10 @@ unsafe fn in_aborted_transaction() -> bool {
 /// (malformed, forged, or genuine bytes emitted again elsewhere) is refused with a WARNING and
 /// counted, never sent: nothing in a message may make the walsender ERROR, or every
 /// subscription of the slot would stop on it.
+///
+/// # Safety
+/// The arguments PostgreSQL gave a callback for a transactional message: `txn` its top-level
+/// transaction, `prefix` NUL-terminated, `message` of `size` bytes.
 unsafe fn ddl_event(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -259,23 +333,31 @@ unsafe fn ddl_event(
     message: *const c_char,
     streaming: bool,
 ) {
-    if txn.is_null() || size == 0 || CStr::from_ptr(prefix).to_bytes() != RECORD_PREFIX.as_bytes() {
+    if txn.is_null()
+        || size == 0
+        // SAFETY: the caller's promise: a NUL-terminated prefix.
+        || unsafe { CStr::from_ptr(prefix) }.to_bytes() != RECORD_PREFIX.as_bytes()
+    {
         return;
     }
     if in_aborted_transaction() {
         return;
     }
-    let payload = std::slice::from_raw_parts(message.cast::<u8>(), size);
-    let (record, emitting) = match authentic_record(txn, payload) {
+    // SAFETY: the caller's promise: the message's bytes, valid during the callback.
+    let payload = unsafe { std::slice::from_raw_parts(message.cast::<u8>(), size) };
+    // SAFETY: the caller's promise: the message's top-level transaction, not null (above).
+    let (record, emitting) = match unsafe { authentic_record(txn, payload) } {
         Ok(found) => found,
         Err(why) => {
+            // SAFETY: as above.
+            let xid = unsafe { (*txn).xid };
             warning!(
-                "ddl_pgoutput: ignoring ddl_sync message at {} in transaction {}: {why}",
+                "ddl_pgoutput: ignoring ddl_sync message at {} in transaction {xid}: {why}",
                 events::fmt_lsn(lsn),
-                (*txn).xid
             );
             session::with(|s| {
-                for publication in rules::publication_oids(&s.publications) {
+                // SAFETY: in the decoding callback's transaction.
+                for publication in unsafe { rules::publication_oids(&s.publications) } {
                     stats::count_rejected(publication, lsn);
                 }
             });
@@ -283,8 +365,11 @@ unsafe fn ddl_event(
         }
     };
     let Some((takers, scratch)) = session::with(|s| {
-        let pubids = rules::publication_oids(&s.publications);
-        let rules = rules::PublicationRules::read(Some(&pubids));
+        // SAFETY: in the decoding callback's transaction, under its historic snapshot.
+        let rules = unsafe {
+            let pubids = rules::publication_oids(&s.publications);
+            rules::PublicationRules::read(Some(&pubids))
+        };
         let takers: Vec<pg_sys::Oid> = rules
             .verdicts(&record)
             .into_iter()
@@ -295,7 +380,11 @@ unsafe fn ddl_event(
     }) else {
         return;
     };
-    if takers.is_empty() || !events::send(ctx, txn, emitting, lsn, &record, streaming, scratch) {
+    if takers.is_empty()
+        // SAFETY: the caller's promise: in the message callback, `txn` its transaction, and
+        // `emitting` the (sub)transaction under it that wrote the record.
+        || !unsafe { events::send(ctx, txn, emitting, lsn, &record, streaming, scratch) }
+    {
         return;
     }
     debug1!(
@@ -313,6 +402,9 @@ unsafe fn ddl_event(
 /// under this server's key, naming this server as the one that captured it, written by `txn`
 /// or one of its subtransactions (returned with it), and holding nothing the events row cannot
 /// carry.
+///
+/// # Safety
+/// `txn` is the top-level transaction of a message callback.
 unsafe fn authentic_record<'a>(
     txn: *mut pg_sys::ReorderBufferTXN,
     payload: &'a [u8],
@@ -321,14 +413,16 @@ unsafe fn authentic_record<'a>(
     if !ddl_capture::seal::verify(payload) {
         return Err("its authentication tag is wrong: not written by this server's capture".into());
     }
-    let sysid = pg_sys::GetSystemIdentifier();
+    // SAFETY: read from the control file at startup.
+    let sysid = unsafe { pg_sys::GetSystemIdentifier() };
     if record.origin.capturing_sysid != sysid {
         return Err(format!(
             "it names system {} as its author, not this one ({sysid})",
             record.origin.capturing_sysid
         ));
     }
-    let Some(emitting) = events::find_txn(txn, record.xid) else {
+    // SAFETY: the caller's promise.
+    let Some(emitting) = (unsafe { events::find_txn(txn, record.xid) }) else {
         return Err(format!(
             "it was sealed in transaction {}, not in this one: a copy of another transaction's record",
             record.xid

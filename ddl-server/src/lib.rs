@@ -13,6 +13,7 @@
 //!   state that must not outlive its (sub)transaction;
 //! - [`subscription_rel`]: which tables a subscription applies rows to;
 //! - [`text`]: server strings to UTF-8 and back, converted, never reinterpreted;
+//! - [`versions`]: what differs between PostgreSQL 15 and 18, one function each;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -25,6 +26,7 @@ pub mod shmem;
 pub mod subscription_rel;
 pub mod text;
 pub mod utility;
+pub mod versions;
 pub mod xact;
 
 use pgrx::pg_sys;

@@ -357,8 +357,8 @@ pub fn wait_for<T>(
     }
 }
 
-/// The path of the `ddl-dump` binary of ddl-wire, built once per test process with the cargo
-/// that runs the tests (`cargo build -p ddl-wire --bin ddl-dump`), found from cargo's own
+/// The path of the `ddl-dump` binary (crate ddl-dump), built once per test process with the
+/// cargo that runs the tests (`cargo build -p ddl-dump`), found from cargo's own
 /// artifact report so that `CARGO_TARGET_DIR` and profiles need no guessing.
 pub fn ddl_dump() -> std::path::PathBuf {
     static PATH: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -366,7 +366,7 @@ pub fn ddl_dump() -> std::path::PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let out = std::process::Command::new(&cargo)
-            .args(["build", "--quiet", "-p", "ddl-wire", "--bin", "ddl-dump"])
+            .args(["build", "--quiet", "-p", "ddl-dump"])
             .args([
                 "--message-format",
                 "json-render-diagnostics",

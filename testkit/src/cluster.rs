@@ -85,7 +85,8 @@ impl ClusterBuilder {
     }
 
     /// The directory with initdb, pg_ctl, postgres, psql and pg_recvlogical. Default:
-    /// `$DDL_PG_BINDIR`, else `/usr/lib/postgresql/15/bin`, else `pg_config --bindir`.
+    /// `$DDL_PG_BINDIR`, else the bindir of `$DDL_PG_CONFIG`, else `/usr/lib/postgresql/15/bin`,
+    /// else `pg_config --bindir`.
     pub fn bindir(&mut self, dir: impl Into<PathBuf>) -> &mut Self {
         self.bindir = Some(dir.into());
         self

@@ -1,4 +1,4 @@
-//! Throwaway PostgreSQL 15 clusters for tests, fixtures, demos and benchmarks.
+//! Throwaway PostgreSQL clusters (15 or 18) for tests, fixtures, demos and benchmarks.
 //!
 //! The project's tests run against real servers, never mocks. This crate makes that cheap and
 //! safe: [`ClusterBuilder`] runs `initdb` in a fresh temp directory (as the `postgres` OS user
@@ -8,8 +8,13 @@
 //! when a test panics. [`RecvLogical`] runs `pg_recvlogical` against a cluster with a time limit,
 //! and [`TempDir`] is a directory that goes away (one the server may write to, if asked).
 //!
-//! Programs come from `$DDL_PG_BINDIR`, else `/usr/lib/postgresql/15/bin`, else
-//! `pg_config --bindir` (see [`ClusterBuilder::bindir`]). The server's environment never has
+//! The tools of the workspace (xtask and the benchmarks of `ddl-bench`) share three more things
+//! here: [`Cmd`] runs a program and says which one failed, [`report`] rewrites one section of a
+//! Markdown report (BENCHMARKS.md, RELIABILITY.md, FIDELITY.md) and describes the machine, and
+//! [`workspace_root`] finds the workspace.
+//!
+//! Programs come from `$DDL_PG_BINDIR`, else the bindir of `$DDL_PG_CONFIG` (set by `cargo xtask
+//! --pg N`), else `/usr/lib/postgresql/15/bin`, else `pg_config --bindir` (see [`ClusterBuilder::bindir`]). The server's environment never has
 //! `RUST_BACKTRACE`, which would otherwise put a backtrace into every error raised by a pgrx
 //! extension.
 //!
@@ -33,14 +38,20 @@
 #![deny(missing_docs)]
 
 mod cluster;
+mod cmd;
+pub mod debian_source;
 mod error;
 mod os;
 mod recvlogical;
+pub mod report;
 mod tempdir;
+mod workspace;
 
 pub use crate::{
     cluster::{Client, Cluster, ClusterBuilder, StopMode},
+    cmd::Cmd,
     error::{Error, ErrorKind},
     recvlogical::RecvLogical,
     tempdir::TempDir,
+    workspace::workspace_root,
 };

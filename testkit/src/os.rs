@@ -174,23 +174,32 @@ pub(crate) fn tail_from(path: &Path, offset: u64, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-/// The PostgreSQL 15 bindir: `DDL_PG_BINDIR`, else Debian's /usr/lib/postgresql/15/bin when it
-/// has `postgres`, else `pg_config --bindir` (which may belong to another major version).
+/// The bindir of the PostgreSQL under test: `DDL_PG_BINDIR`, else that of `$DDL_PG_CONFIG`
+/// (which `cargo xtask --pg N` sets), else Debian's /usr/lib/postgresql/15/bin when it has
+/// `postgres`, else `pg_config --bindir` (which may belong to another major version).
 pub(crate) fn default_bindir() -> PathBuf {
     if let Some(dir) = std::env::var_os("DDL_PG_BINDIR").filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
+    }
+    let bindir_of = |pg_config: &std::ffi::OsStr| {
+        Command::new(pg_config)
+            .arg("--bindir")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    };
+    if let Some(dir) = std::env::var_os("DDL_PG_CONFIG")
+        .filter(|c| !c.is_empty())
+        .and_then(|c| bindir_of(&c))
+    {
+        return dir;
     }
     let debian = PathBuf::from("/usr/lib/postgresql/15/bin");
     if debian.join("postgres").exists() {
         return debian;
     }
-    Command::new("pg_config")
-        .arg("--bindir")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .unwrap_or(debian)
+    bindir_of("pg_config".as_ref()).unwrap_or(debian)
 }
 
 /// The postmaster's PID, from the first line of `data/postmaster.pid`.

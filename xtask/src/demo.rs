@@ -176,7 +176,7 @@ fn count(pg: &Cluster, table: &str) -> Result<String> {
 /// `ddl-dump`, built in release mode by the cargo running xtask.
 fn build_ddl_dump() -> Result<PathBuf> {
     Cmd::new("cargo")
-        .args(["build", "--release", "-p", "ddl-wire", "--bin", "ddl-dump"])
+        .args(["build", "--release", "-p", "ddl-dump"])
         .dir(project_root())
         .run()?;
     Ok(project_root().join("target/release/ddl-dump"))

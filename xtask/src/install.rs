@@ -60,7 +60,11 @@ pub fn install_plugin(profile: Profile) -> Result {
     if profile == Profile::Release {
         build.push("--release");
     }
-    Cmd::new("cargo").args(build).dir(&root).run()?;
+    Cmd::new("cargo")
+        .args(build)
+        .args(setup::pg().cargo_features())
+        .dir(&root)
+        .run()?;
     let dir = if profile == Profile::Release {
         "release"
     } else {

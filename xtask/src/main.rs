@@ -5,6 +5,9 @@
 //! can be read as ordinary code. Tasks that need PostgreSQL run [`setup`] first, so any of them
 //! works on a fresh clone.
 //!
+//! Every task takes `--pg 15` (the default) or `--pg 18`: the PostgreSQL it builds for, tests on
+//! and installs into (see [`setup::select`]).
+//!
 //! ```text
 //! cargo xtask demo [--keep]         DDL replication end to end on two throwaway clusters
 //! cargo xtask setup                 install everything the project needs (idempotent)
@@ -29,7 +32,6 @@ mod install;
 mod package;
 mod regress;
 mod reliability;
-mod report;
 mod setup;
 mod test;
 
@@ -40,14 +42,18 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>|reliability [--trials N] [--seed S]|regress [--groups N]>";
+    "usage: cargo xtask [--pg 15|18] <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply>|reliability [--trials N] [--seed S]|regress [--groups N]>";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Err(e) = setup::select(&mut args) {
+        eprintln!("xtask: {e}");
+        return ExitCode::FAILURE;
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
-        ["setup"] => setup::run(),
+        ["setup", rest @ ..] => setup::run(rest),
         ["test", rest @ ..] => test::run(rest),
         ["package", rest @ ..] => package::run(rest),
         ["install", rest @ ..] => install::run(rest),
@@ -70,10 +76,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// The workspace root, found from this crate's manifest so xtask works from any directory.
+/// The workspace root, found from the manifest of ddl-testkit (which the benchmarks share), so
+/// xtask works from any directory.
 pub fn project_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("xtask lives one level below the workspace root")
-        .to_path_buf()
+    ddl_testkit::workspace_root()
 }

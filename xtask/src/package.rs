@@ -66,7 +66,7 @@ pub fn stage(profile: Profile) -> Result<Staged> {
     let root = project_root();
     let pg_config = setup::pg_config();
     let version = crate_version(&root.join("ddl-apply/Cargo.toml"))?;
-    let name = format!("ddl_sync-{version}-pg{}", setup::PG_MAJOR);
+    let name = format!("ddl_sync-{version}-pg{}", setup::pg().major());
     let out = match profile {
         Profile::Release => root.join("target/package"),
         Profile::Debug => root.join("target/package/debug"),
@@ -90,16 +90,20 @@ pub fn stage(profile: Profile) -> Result<Staged> {
         .dir(root.join("ddl-apply"))
         .run()?;
 
-    // The output plugin and the command-line tool are plain cargo artifacts. Two invocations:
-    // `--bin` would otherwise narrow both packages to binaries and skip the plugin's library.
+    // The output plugin and the command-line tool (crate ddl-dump) are plain cargo artifacts.
+    // Two invocations: the PostgreSQL features are the plugin's alone.
     let release = profile == Profile::Release;
     let mut plugin = vec!["build", "-p", "ddl-decode"];
-    let mut tool = vec!["build", "-p", "ddl-wire", "--bin", "ddl-dump"];
+    let mut tool = vec!["build", "-p", "ddl-dump"];
     if release {
         plugin.push("--release");
         tool.push("--release");
     }
-    Cmd::new("cargo").args(plugin).dir(&root).run()?;
+    Cmd::new("cargo")
+        .args(plugin)
+        .args(setup::pg().cargo_features())
+        .dir(&root)
+        .run()?;
     Cmd::new("cargo").args(tool).dir(&root).run()?;
     let built = root
         .join("target")
@@ -188,7 +192,7 @@ fn install_text(facts: &InstallFacts) -> Result<String> {
     let values = [
         ("@VERSION@", facts.version.to_string()),
         ("@PG_VERSION@", facts.pg_version.to_string()),
-        ("@PG_MAJOR@", setup::PG_MAJOR.to_string()),
+        ("@PG_MAJOR@", setup::pg().major().to_string()),
         ("@BUILD@", build.to_string()),
         ("@FILES@", files.trim_end().to_string()),
         ("@PKGLIBDIR@", facts.dirs.pkglibdir.display().to_string()),

@@ -12,9 +12,9 @@
 //! test's output changed for no documented reason, after writing the report.
 
 use crate::install::{install, Profile};
-use crate::report::{write_section, Machine};
 use crate::{project_root, Result};
 use ddl_e2e::regress::{self, Cause, Follower, Report};
+use ddl_testkit::report::{write_section, Machine};
 use std::fmt::Write;
 
 const USAGE: &str = "usage: cargo xtask regress [--groups N] [--debug]";

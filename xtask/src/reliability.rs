@@ -23,12 +23,12 @@
 //! after writing the report.
 
 use crate::install::{install, Profile};
-use crate::report::{write_section, Machine};
 use crate::Result;
 use ddl_e2e::attacks;
 use ddl_e2e::contention;
 use ddl_e2e::faults::{self, Plan, Rng, Side};
 use ddl_e2e::hostile;
+use ddl_testkit::report::{write_section, Machine};
 use std::panic::AssertUnwindSafe;
 use std::time::Instant;
 
@@ -61,7 +61,10 @@ const FUZZ_TARGETS: [(&str, &str); 6] = [
         "event",
         "`EventsRelation::from_relation`, `EventsRelation::event`",
     ),
-    ("framed", "`FramedReader` (ddl-dump's framed files)"),
+    (
+        "framed",
+        "`FramedReader` (the golden fixtures' framed files)",
+    ),
     (
         "recvlogical",
         "`RecvlogicalReader` (pg_recvlogical output files)",

@@ -1,25 +1,120 @@
-//! `cargo xtask setup`: from a fresh Debian 12 machine to everything the project builds and tests
-//! with. Idempotent: each step checks first and says what it found, so a second run installs
-//! nothing. Uses sudo for apt when not root.
+//! `cargo xtask setup [--pg N]`: from a fresh Debian 12 machine to everything the project builds
+//! and tests with. Idempotent: each step checks first and says what it found, so a second run
+//! installs nothing. Uses sudo for apt when not root.
+//!
+//! PostgreSQL 15 is Debian 12's own package. PostgreSQL 18 has no package for Debian 12: it is
+//! built from Debian's source package in `unstable` (Debian's patches applied), its source and
+//! build tree cached under `~/.cache/ddl-sync/`, installed into [`PG18_PREFIX`], which the
+//! `postgres` OS user can read.
 
 use crate::cmd::Cmd;
 use crate::Result;
-use std::path::Path;
+use ddl_testkit::debian_source::AptSources;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// The PostgreSQL major version the server crates build against.
-pub const PG_MAJOR: &str = "15";
 /// pgrx and cargo-pgrx must match exactly; 0.19 needs a newer rustc than Debian 12's rustup pin here.
 pub const PGRX_VERSION: &str = "0.18.1";
 
-/// The pg_config of the PostgreSQL we build for (Debian's versioned path, not the
-/// postgresql-common wrapper in /usr/bin, which answers for the newest installed major).
-pub fn pg_config() -> String {
-    std::env::var("DDL_PG_CONFIG")
-        .unwrap_or_else(|_| format!("/usr/lib/postgresql/{PG_MAJOR}/bin/pg_config"))
+/// Where PostgreSQL 18, built from source, is installed: outside any home directory, because the
+/// server runs as the `postgres` OS user.
+pub const PG18_PREFIX: &str = "/usr/local/pgsql-18";
+
+/// A PostgreSQL major version the project builds and tests against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pg {
+    V15,
+    V18,
 }
 
-pub fn run() -> Result {
+impl Pg {
+    pub const ALL: [Pg; 2] = [Pg::V15, Pg::V18];
+
+    pub fn parse(s: &str) -> Result<Pg> {
+        match s {
+            "15" => Ok(Pg::V15),
+            "18" => Ok(Pg::V18),
+            _ => Err(format!(
+                "--pg {s}: this project builds for PostgreSQL 15 and 18 (16 and 17: see ARCHITECTURE.md, \"Versions of PostgreSQL\")"
+            )),
+        }
+    }
+
+    pub fn major(self) -> &'static str {
+        match self {
+            Pg::V15 => "15",
+            Pg::V18 => "18",
+        }
+    }
+
+    /// The cargo feature of the server crates (`pg15`).
+    pub fn feature(self) -> String {
+        format!("pg{}", self.major())
+    }
+
+    /// `cargo build` arguments that build the server crates for this version.
+    pub fn cargo_features(self) -> [String; 3] {
+        [
+            "--no-default-features".into(),
+            "--features".into(),
+            self.feature(),
+        ]
+    }
+
+    /// Its pg_config: Debian's versioned path for 15 (not the postgresql-common wrapper in
+    /// /usr/bin, which answers for the newest installed major), the private prefix for 18.
+    fn default_pg_config(self) -> PathBuf {
+        match self {
+            Pg::V15 => PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"),
+            Pg::V18 => Path::new(PG18_PREFIX).join("bin/pg_config"),
+        }
+    }
+}
+
+static SELECTED: OnceLock<Pg> = OnceLock::new();
+
+/// Takes `--pg N` out of a command line: the version every task of this run builds for, tests and
+/// installs into (15 without it). Exported as `DDL_PG_CONFIG` so that the tests, test kit and
+/// tools xtask starts use the same server; a `DDL_PG_CONFIG` set by the caller (a PostgreSQL of
+/// their own) is kept.
+pub fn select(args: &mut Vec<String>) -> Result {
+    let pg = match args.iter().position(|a| a == "--pg") {
+        Some(i) => {
+            let value = args
+                .get(i + 1)
+                .ok_or("--pg needs a version: --pg 15 or --pg 18")?;
+            let pg = Pg::parse(value)?;
+            args.drain(i..i + 2);
+            pg
+        }
+        None => Pg::V15,
+    };
+    SELECTED.set(pg).map_err(|_| "--pg given twice")?;
+    if std::env::var_os("DDL_PG_CONFIG").is_none() {
+        std::env::set_var("DDL_PG_CONFIG", pg.default_pg_config());
+    }
+    Ok(())
+}
+
+/// The version this run targets (see [`select`]).
+pub fn pg() -> Pg {
+    *SELECTED.get_or_init(|| Pg::V15)
+}
+
+/// The pg_config of the PostgreSQL we build for: `$DDL_PG_CONFIG` (set by [`select`]).
+pub fn pg_config() -> String {
+    std::env::var("DDL_PG_CONFIG")
+        .unwrap_or_else(|_| pg().default_pg_config().display().to_string())
+}
+
+pub fn run(args: &[&str]) -> Result {
+    if let Some(a) = args.first() {
+        return Err(format!("setup: unexpected argument {a:?}"));
+    }
     apt_packages()?;
+    if pg() == Pg::V18 {
+        build_pg18()?;
+    }
     cargo_pgrx()?;
     pgrx_init()?;
     println!("setup: done");
@@ -28,20 +123,23 @@ pub fn run() -> Result {
 
 /// Runs setup only when something is missing, so every other task can call it cheaply.
 pub fn ensure() -> Result {
-    if installed_version(&format!("postgresql-server-dev-{PG_MAJOR}")).is_some()
+    if installed_version(&format!("postgresql-server-dev-{}", Pg::V15.major())).is_some()
         && installed_version("build-essential").is_some()
+        && (pg() == Pg::V15 || Path::new(&pg_config()).exists())
         && cargo_pgrx_version().as_deref() == Some(PGRX_VERSION)
         && pgrx_initialized()
         && sudo_available()
     {
         return Ok(());
     }
-    run()
+    run(&[])
 }
 
+/// PostgreSQL 15 from Debian (also when building for 18: pgrx's tooling and the cross-version
+/// tests use it), and what the server crates and PostgreSQL 18's build need.
 fn apt_packages() -> Result {
-    let server = format!("postgresql-{PG_MAJOR}");
-    let dev = format!("postgresql-server-dev-{PG_MAJOR}");
+    let server = format!("postgresql-{}", Pg::V15.major());
+    let dev = format!("postgresql-server-dev-{}", Pg::V15.major());
     let mut wanted: Vec<String> = Vec::new();
     let mut updated = false;
     if installed_version(&server).is_none() {
@@ -69,6 +167,12 @@ fn apt_packages() -> Result {
         "pkg-config",
         "libssl-dev",
         "build-essential",
+        // PostgreSQL 18's build: its source has no generated parsers; psql's line editing and
+        // pg_dump's compression as in Debian's packages.
+        "bison",
+        "flex",
+        "libreadline-dev",
+        "zlib1g-dev",
     ] {
         match installed_version(pkg) {
             Some(v) => println!("setup: {pkg} {v}"),
@@ -180,20 +284,107 @@ fn pgrx_home() -> std::path::PathBuf {
     }
 }
 
-/// pgrx knows our pg15 when its config names our pg_config.
+/// The `--pgN` arguments of `cargo pgrx init` for every version set up here: init rewrites
+/// pgrx's whole configuration, so each run names them all.
+fn pgrx_versions() -> Vec<(String, String)> {
+    Pg::ALL
+        .into_iter()
+        .map(|pg| {
+            let config = if pg == self::pg() {
+                pg_config()
+            } else {
+                pg.default_pg_config().display().to_string()
+            };
+            (pg.feature(), config)
+        })
+        .filter(|(_, config)| Path::new(config).exists())
+        .collect()
+}
+
+/// pgrx knows our versions when its config names each of their pg_configs.
 fn pgrx_initialized() -> bool {
-    std::fs::read_to_string(pgrx_home().join("config.toml"))
-        .map(|c| c.contains(&format!("pg{PG_MAJOR} = \"{}\"", pg_config())))
-        .unwrap_or(false)
+    let config = std::fs::read_to_string(pgrx_home().join("config.toml")).unwrap_or_default();
+    pgrx_versions()
+        .iter()
+        .all(|(feature, path)| config.contains(&format!("{feature} = \"{path}\"")))
 }
 
 fn pgrx_init() -> Result {
+    let versions = pgrx_versions();
     if pgrx_initialized() {
-        println!("setup: pgrx knows pg{PG_MAJOR} at {}", pg_config());
+        for (feature, path) in &versions {
+            println!("setup: pgrx knows {feature} at {path}");
+        }
         return Ok(());
     }
-    // Only the installed server is registered: nothing is downloaded or compiled.
-    Cmd::new("cargo")
-        .args(["pgrx", "init", &format!("--pg{PG_MAJOR}"), &pg_config()])
-        .run()
+    // Only installed servers are registered: pgrx downloads and compiles nothing.
+    let mut cmd = Cmd::new("cargo").args(["pgrx", "init"]);
+    for (feature, path) in &versions {
+        cmd = cmd.args([format!("--{feature}"), path.clone()]);
+    }
+    cmd.run()
+}
+
+/// PostgreSQL 18 in [`PG18_PREFIX`], built from the newest `postgresql-18` source package of
+/// Debian's `unstable` unless that prefix already holds a build.
+fn build_pg18() -> Result {
+    let prefix = Path::new(PG18_PREFIX);
+    let stamp = prefix.join("BUILT-FROM");
+    if let Ok(from) = std::fs::read_to_string(&stamp) {
+        println!(
+            "setup: PostgreSQL 18 in {PG18_PREFIX}, built from {}",
+            from.trim()
+        );
+        return Ok(());
+    }
+    let cache = cache_dir().join("postgresql-18");
+    let apt =
+        AptSources::update(&cache.join("apt"), Some("unstable")).map_err(|e| e.to_string())?;
+    let version = apt
+        .newest_version("postgresql-18")
+        .map_err(|e| e.to_string())?;
+    println!("setup: building PostgreSQL 18 from Debian's postgresql-18 {version}");
+    let source = cache.join("source");
+    apt.unpack("postgresql-18", &version, &source)
+        .map_err(|e| e.to_string())?;
+    // ICU is left out: nothing here needs it, and it would be one more -dev package.
+    Cmd::new(source.join("configure"))
+        .args([
+            format!("--prefix={PG18_PREFIX}"),
+            "--with-openssl".into(),
+            "--without-icu".into(),
+        ])
+        .dir(&source)
+        .run()?;
+    let jobs = format!(
+        "-j{}",
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    );
+    // world-bin: the server, its tools and contrib (test_decoding), without the documentation.
+    Cmd::new("make")
+        .args(["-s", &jobs, "world-bin"])
+        .dir(&source)
+        .run()?;
+    as_root([
+        "make",
+        "-s",
+        "-C",
+        &source.display().to_string(),
+        "install-world-bin",
+    ])?;
+    as_root([
+        "sh",
+        "-c",
+        &format!("echo 'postgresql-18 {version}' > {}", stamp.display()),
+    ])
+}
+
+/// `$XDG_CACHE_HOME/ddl-sync`, else `~/.cache/ddl-sync`.
+fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var("HOME").unwrap_or_else(|_| "/root".into())).join(".cache")
+        });
+    base.join("ddl-sync")
 }

@@ -1,8 +1,8 @@
 //! `cargo xtask test`: everything CI checks, in the order that fails fastest.
 //!
-//! Crates without pgrx run under plain `cargo test` (ddl-wire and ddl-filter need no PostgreSQL at
-//! all; testkit starts its own clusters); the pgrx crates run under `cargo pgrx test` as the
-//! `postgres` OS user, because root cannot run a server.
+//! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump and ddl-filter need no
+//! PostgreSQL at all; testkit starts its own clusters); the pgrx crates run under `cargo pgrx
+//! test` as the `postgres` OS user, because root cannot run a server.
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
@@ -11,12 +11,14 @@ use crate::{golden, project_root, setup, Result};
 /// Crates whose tests run under plain `cargo test` (ddl-capture's unit tests need no server).
 const CARGO_TEST_CRATES: &[&str] = &[
     "ddl-wire",
+    "ddl-dump",
     "ddl-filter",
     "ddl-capture",
     "ddl-adapter",
     "ddl-adapter-postgres",
     "ddl-adapter-tsql",
     "ddl-testkit",
+    "ddl-bench",
     "xtask",
 ];
 
@@ -80,7 +82,7 @@ fn pgrx_test(krate: &str) -> Result {
         .args([
             "pgrx",
             "test",
-            &format!("pg{}", setup::PG_MAJOR),
+            &setup::pg().feature(),
             "--runas",
             "postgres",
             "--pgdata",

@@ -339,36 +339,67 @@ mod tests {
             std::ptr::addr_of!(MARK) as *mut c_void
         }
 
+        /// `init_context`.
+        ///
+        /// # Safety
+        /// Called by ddl_sync with the context it made for the callback (the header's contract).
         #[pg_guard]
         pub unsafe extern "C-unwind" fn init(ctx: *mut DdlSyncContext) -> c_int {
-            (*ctx).private_data = mark();
+            // SAFETY: the caller's promise: `ctx` is live during the call, its private data ours.
+            unsafe { (*ctx).private_data = mark() };
             0
         }
 
+        /// `execute_ddl`.
+        ///
+        /// # Safety
+        /// As [`init`], with `sql` NUL-terminated.
         #[pg_guard]
         pub unsafe extern "C-unwind" fn execute(
             ctx: *mut DdlSyncContext,
             sql: *const c_char,
         ) -> c_int {
-            let sql = CStr::from_ptr(sql).to_string_lossy().replace('`', "\"");
-            if sql.contains("fail") || (*ctx).private_data != mark() {
-                (*ctx).message = c"the c-test adapter fails it".as_ptr();
+            // SAFETY: the caller's promise. The tests' own ASCII statements: nothing to convert.
+            let sql = unsafe { CStr::from_ptr(sql) }
+                .to_string_lossy()
+                .replace('`', "\"");
+            // SAFETY: as above.
+            let private = unsafe { (*ctx).private_data };
+            if sql.contains("fail") || private != mark() {
+                // SAFETY: as above; a static message, as the header allows.
+                unsafe { (*ctx).message = c"the c-test adapter fails it".as_ptr() };
                 return 2;
             }
-            let dialect = CStr::from_ptr((*ctx).dialect).to_string_lossy();
-            let search_path = CStr::from_ptr((*ctx).search_path).to_string_lossy();
+            // SAFETY: as above; the context's strings are NUL-terminated and valid during the
+            // call (the tests' own ASCII names, nothing to convert).
+            let (dialect, search_path) = unsafe {
+                (
+                    CStr::from_ptr((*ctx).dialect).to_string_lossy(),
+                    CStr::from_ptr((*ctx).search_path).to_string_lossy(),
+                )
+            };
             if dialect != "mysql" || search_path != "public" {
-                (*ctx).message = c"unexpected context".as_ptr();
+                // SAFETY: as above.
+                unsafe { (*ctx).message = c"unexpected context".as_ptr() };
                 return 2;
             }
             let sql = CString::new(sql).expect("no NUL");
-            let run = (*ctx).execute;
-            pg_guard_ffi_boundary(|| run(ctx, sql.as_ptr()))
+            // SAFETY: the service ddl_sync put in the context, called during the callback as
+            // the header allows; its ERROR comes back through the boundary.
+            unsafe {
+                let run = (*ctx).execute;
+                pg_guard_ffi_boundary(|| run(ctx, sql.as_ptr()))
+            }
         }
 
+        /// `cleanup_context`.
+        ///
+        /// # Safety
+        /// As [`init`].
         #[pg_guard]
         pub unsafe extern "C-unwind" fn cleanup(ctx: *mut DdlSyncContext) -> c_int {
-            (*ctx).private_data = std::ptr::null_mut();
+            // SAFETY: the caller's promise.
+            unsafe { (*ctx).private_data = std::ptr::null_mut() };
             0
         }
 

@@ -5,14 +5,14 @@ use ddl_server::subscription_rel;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
-use std::ffi::CStr;
 
 /// `ddl_sync.applying_subscription()`: the subscription whose apply worker runs this session,
 /// from the session's replication origin, which the apply worker names `pg_<subscription
 /// oid>`; NULL elsewhere. The apply log records it with each event.
 #[pg_extern(stable, parallel_restricted)]
 pub fn applying_subscription() -> Option<pg_sys::Oid> {
-    // SAFETY: reads a backend-local global and the origin catalog.
+    // SAFETY: reads a backend-local global and the origin catalog (missing_ok); the name is
+    // NULL or a palloc'd NUL-terminated copy.
     let origin_name = unsafe {
         let origin = pg_sys::replorigin_session_origin;
         if origin == 0 {
@@ -22,7 +22,7 @@ pub fn applying_subscription() -> Option<pg_sys::Oid> {
         if !pg_sys::replorigin_by_oid(origin, true, &mut name) || name.is_null() {
             return None;
         }
-        CStr::from_ptr(name).to_string_lossy().into_owned()
+        ddl_server::text::utf8_ptr(name)
     };
     let oid: u32 = origin_name.strip_prefix("pg_")?.parse().ok()?;
     Some(pg_sys::Oid::from(oid))

@@ -62,11 +62,13 @@ pub fn registered() -> Vec<CAdapter> {
 /// they stop the library from loading).
 ///
 /// # Safety
-/// `adapter` points to a `DdlSyncAdapter` whose strings are NUL-terminated.
+/// `adapter` is NULL or points to a `DdlSyncAdapter` whose strings are NULL or NUL-terminated,
+/// and whose callbacks have the header's signatures.
 #[pg_guard]
 #[no_mangle]
 pub unsafe extern "C-unwind" fn ddl_sync_register_adapter(adapter: *const DdlSyncAdapter) {
-    let adapter = match adapter.as_ref() {
+    // SAFETY: the caller's promise: NULL or a valid struct, which we only read during the call.
+    let adapter = match unsafe { adapter.as_ref() } {
         Some(a) => a,
         None => invalid("ddl_sync_register_adapter: the adapter is NULL".into()),
     };
@@ -82,7 +84,8 @@ pub unsafe extern "C-unwind" fn ddl_sync_register_adapter(adapter: *const DdlSyn
         );
     }
     let text = |p: *const c_char, what: &str| -> String {
-        let s = text_of(p);
+        // SAFETY: the caller's promise: the struct's strings are NULL or NUL-terminated.
+        let s = unsafe { text_of(p) };
         if s.is_empty() {
             invalid(format!("ddl_sync adapter {what} must not be NULL or empty"));
         }
@@ -177,10 +180,10 @@ impl CAdapter {
         // SAFETY: a C function pointer registered for this purpose; an ereport inside comes
         // back as a Rust panic (an ERROR for our caller), which is what the header promises.
         let code = unsafe { pg_guard_ffi_boundary(|| f(&mut c)) };
-        // SAFETY: NULL, or a NUL-terminated string the adapter or a service set just now.
-        let message = unsafe { (!c.message.is_null()).then(|| CStr::from_ptr(c.message)) }
-            .map(|m| m.to_string_lossy().into_owned())
-            .filter(|m| !m.is_empty());
+        // SAFETY: NULL, or a NUL-terminated string the adapter or a service set just now (see
+        // `text_of` for its encoding).
+        let message = unsafe { text_of(c.message) };
+        let message = (!message.is_empty()).then_some(message);
         if !c.private_data.is_null() {
             bridge.ctx.private = Some(Box::new(Private(c.private_data)));
         }
@@ -210,7 +213,8 @@ impl Adapter for CAdapter {
     }
     fn init_context(&self, ctx: &mut Context, host: &mut dyn Host) -> Outcome {
         match self.init_context {
-            // SAFETY (of the call): the adapter's own callback with the context made for it.
+            // SAFETY: the adapter's own callback, registered with the header's signature,
+            // called with the context `call` made for it.
             Some(init) => self.call(ctx, host, |c| unsafe { init(c) }),
             None => Outcome::Success,
         }
@@ -234,7 +238,13 @@ impl Adapter for CAdapter {
     }
 }
 
-/// The text of a C string; empty for NULL.
+/// The text of a C string of the adapter ABI; empty for NULL.
+///
+/// Not converted from the database encoding: these are not server strings. Names and
+/// dialects are registered from `_PG_init`, in the postmaster, before there is any database;
+/// the statements, settings and messages an adapter hands back are in the encoding of the
+/// strings ddl_sync gave it, UTF-8 (the replay runs only in UTF8 databases, see
+/// `subscription::config`).
 ///
 /// # Safety
 /// `p` is NULL or NUL-terminated.
@@ -242,22 +252,26 @@ unsafe fn text_of(p: *const c_char) -> String {
     if p.is_null() {
         String::new()
     } else {
-        CStr::from_ptr(p).to_string_lossy().into_owned()
+        // SAFETY: the caller's promise.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
 }
 
 /// The bridge of a context ddl_sync made.
 ///
 /// # Safety
-/// `c` is a context made by [`CAdapter::call`], during that call.
+/// `c` is a context made by [`CAdapter::call`], during that call, and no other reference to
+/// its bridge is in use while the result lives.
 unsafe fn bridge<'a>(c: *mut DdlSyncContext) -> &'a mut Bridge<'a> {
-    &mut *((*c).host as *mut Bridge<'a>)
+    // SAFETY: the caller's promise: `host` points to the Bridge on `call`'s stack, which
+    // `call` does not touch until the adapter's callback returns.
+    unsafe { &mut *((*c).host as *mut Bridge<'a>) }
 }
 
 /// Reports `outcome` to C: its code, and its reason in `message`.
 ///
 /// # Safety
-/// As [`bridge`].
+/// As [`bridge`], with `bridge` the one of `c`.
 unsafe fn report(c: *mut DdlSyncContext, bridge: &mut Bridge<'_>, outcome: Outcome) -> c_int {
     let (code, why) = match outcome {
         Outcome::Success => return SUCCESS,
@@ -266,28 +280,43 @@ unsafe fn report(c: *mut DdlSyncContext, bridge: &mut Bridge<'_>, outcome: Outco
         _ => (FATAL, "an outcome this version does not know".to_string()),
     };
     bridge.message = CString::new(why.replace('\0', "")).unwrap_or_default();
-    (*c).message = bridge.message.as_ptr();
+    // SAFETY: the caller's promise: `c` is live; the text stays in the bridge until the next
+    // service call or the end of `call`, after the adapter has read it.
+    unsafe { (*c).message = bridge.message.as_ptr() };
     code
 }
 
 /// `ctx->execute`.
+///
+/// # Safety
+/// Called by a C adapter with the context ddl_sync gave its callback, during that callback,
+/// and `sql` NULL or NUL-terminated.
 #[pg_guard]
 unsafe extern "C-unwind" fn host_execute(c: *mut DdlSyncContext, sql: *const c_char) -> c_int {
-    let bridge = bridge(c);
-    let outcome = bridge.host.execute(&text_of(sql));
-    report(c, bridge, outcome)
+    // SAFETY: the caller's promise (the header's contract for this service).
+    unsafe {
+        let bridge = bridge(c);
+        let outcome = bridge.host.execute(&text_of(sql));
+        report(c, bridge, outcome)
+    }
 }
 
 /// `ctx->set_setting`.
+///
+/// # Safety
+/// As [`host_execute`], with `name` and `value` NULL or NUL-terminated.
 #[pg_guard]
 unsafe extern "C-unwind" fn host_set_setting(
     c: *mut DdlSyncContext,
     name: *const c_char,
     value: *const c_char,
 ) -> c_int {
-    let bridge = bridge(c);
-    let outcome = bridge
-        .ctx
-        .set_setting(bridge.host, &text_of(name), &text_of(value));
-    report(c, bridge, outcome)
+    // SAFETY: the caller's promise (the header's contract for this service).
+    unsafe {
+        let bridge = bridge(c);
+        let outcome = bridge
+            .ctx
+            .set_setting(bridge.host, &text_of(name), &text_of(value));
+        report(c, bridge, outcome)
+    }
 }

@@ -36,17 +36,23 @@ pub struct PendingCheck {
 /// # Safety
 /// `node` is a raw parse tree; runs in a transaction, with the event's search_path set.
 pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck> {
-    if (*node).type_ != pg_sys::NodeTag::T_AlterTableStmt {
-        return None;
-    }
-    let stmt = node as *mut pg_sys::AlterTableStmt;
-    let partition = PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds)
-        .iter_ptr()
-        .filter(|cmd| (**cmd).subtype == pg_sys::AlterTableType::AT_DetachPartition)
-        .map(|cmd| (*cmd).def as *mut pg_sys::PartitionCmd)
-        .find(|def| !def.is_null() && (**def).concurrent)?;
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is; an
+    // AlterTableStmt's `cmds` are AlterTableCmds, and a DETACH's `def` its PartitionCmd.
+    let partition = unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_AlterTableStmt {
+            return None;
+        }
+        let stmt = node.cast::<pg_sys::AlterTableStmt>();
+        let partition = PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds)
+            .iter_ptr()
+            .filter(|cmd| (**cmd).subtype == pg_sys::AlterTableType::AT_DetachPartition)
+            .map(|cmd| (*cmd).def.cast::<pg_sys::PartitionCmd>())
+            .find(|def| !def.is_null() && (**def).concurrent)?;
+        (*partition).name
+    };
     // None: the statement fails on its own.
-    let relid = relation_oid((*partition).name)?;
+    // SAFETY: the PartitionCmd's RangeVar, resolved in the caller's transaction.
+    let relid = unsafe { relation_oid(partition) }?;
     // As PostgreSQL: no constraint for a hash partition, whose partition constraint names the
     // partitioned table by OID (and would fail once that table is dropped).
     let hash = Spi::get_one_with_args::<bool>(
@@ -59,27 +65,32 @@ pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck>
         return None;
     }
     // Reading is enough here; the detach takes its own locks (parent first) right after.
-    let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-    let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));
-    let pending = if qual.is_null() {
-        None
-    } else {
-        // As DetachAddConstraintIfNeeded: constant-folded, and only when not implied already.
-        let qual = pg_sys::eval_const_expressions(std::ptr::null_mut(), qual.cast())
-            .cast::<pg_sys::List>();
-        if pg_sys::PartConstraintImpliedByRelConstraint(rel, qual) {
+    // SAFETY: `relid` exists (just resolved); the relation stays open, and locked, until the
+    // table_close below, and everything read from it is copied out before.
+    unsafe {
+        let rel = pg_sys::table_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let qual = pg_guard_ffi_boundary(|| RelationGetPartitionQual(rel));
+        let pending = if qual.is_null() {
             None
         } else {
-            let text = pg_sys::nodeToString(pg_sys::make_ands_explicit(qual).cast());
-            Some(PendingCheck {
-                relid,
-                cooked: std::ffi::CStr::from_ptr(text).to_owned(),
-            })
-        }
-    };
-    // The lock stays until the end of the transaction, as the detach's own.
-    pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-    pending
+            // As DetachAddConstraintIfNeeded: constant-folded, and only when not implied
+            // already.
+            let qual = pg_sys::eval_const_expressions(std::ptr::null_mut(), qual.cast())
+                .cast::<pg_sys::List>();
+            if pg_sys::PartConstraintImpliedByRelConstraint(rel, qual) {
+                None
+            } else {
+                let text = pg_sys::nodeToString(pg_sys::make_ands_explicit(qual).cast());
+                Some(PendingCheck {
+                    relid,
+                    cooked: std::ffi::CStr::from_ptr(text).to_owned(),
+                })
+            }
+        };
+        // The lock stays until the end of the transaction, as the detach's own.
+        pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+        pending
+    }
 }
 
 impl PendingCheck {
@@ -100,16 +111,24 @@ impl PendingCheck {
         })
         .unwrap_or_default();
         // The partitions take the name chosen for the table, as ATAddCheckConstraint does.
-        let name = self.add_to(self.relid, std::ptr::null_mut());
-        for child in descendants.into_iter().flatten() {
-            self.add_to(child, name);
+        // SAFETY: the caller's promise: the detached table and its partitions exist in this
+        // transaction; the name is palloc'd in it, and lives while the partitions take it.
+        unsafe {
+            let name = self.add_to(self.relid, std::ptr::null_mut());
+            for child in descendants.into_iter().flatten() {
+                self.add_to(child, name);
+            }
+            pg_sys::CommandCounterIncrement();
         }
-        pg_sys::CommandCounterIncrement();
     }
 
     /// ATAddCheckConstraint's call for a re-added constraint: merged with an equal one, local
     /// on the table itself (`name` null: generated), inherited on its partitions (`name` the
     /// table's). Returns the constraint's name.
+    ///
+    /// # Safety
+    /// `relid` is a table of this transaction, with its partition constraint gone (detached);
+    /// `name` is NULL or a NUL-terminated string valid for the call.
     unsafe fn add_to(
         &self,
         relid: pg_sys::Oid,
@@ -117,28 +136,43 @@ impl PendingCheck {
     ) -> *mut std::ffi::c_char {
         let is_local = name.is_null();
         let lock = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
-        let rel = pg_sys::table_open(relid, lock);
-        let constraint =
-            pg_sys::palloc0(std::mem::size_of::<pg_sys::Constraint>()).cast::<pg_sys::Constraint>();
-        (*constraint).type_ = pg_sys::NodeTag::T_Constraint;
-        (*constraint).contype = pg_sys::ConstrType::CONSTR_CHECK;
-        (*constraint).conname = name;
-        (*constraint).location = -1;
-        (*constraint).cooked_expr = pg_sys::pstrdup(self.cooked.as_ptr());
-        (*constraint).initially_valid = true;
-        (*constraint).skip_validation = true;
-        let added = pg_sys::AddRelationNewConstraints(
-            rel,
-            std::ptr::null_mut(),
-            pg_sys::lappend(std::ptr::null_mut(), constraint.cast()),
-            true,
-            is_local,
-            true,
-            std::ptr::null(),
-        );
-        pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
-        PgList::<pg_sys::CookedConstraint>::from_pg(added)
-            .get_ptr(0)
-            .map_or(name, |cooked| (*cooked).name)
+        // SAFETY: the caller's promise: the table exists; it stays open until the close below.
+        let rel = unsafe { pg_sys::table_open(relid, lock) };
+        // SAFETY: a zeroed node of the right size, whose fields are those of the cooked CHECK
+        // constraint ATAddCheckConstraint passes on; nothing reads it before they are set.
+        let constraint = unsafe {
+            let constraint = pg_sys::palloc0(std::mem::size_of::<pg_sys::Constraint>())
+                .cast::<pg_sys::Constraint>();
+            (*constraint).type_ = pg_sys::NodeTag::T_Constraint;
+            (*constraint).contype = pg_sys::ConstrType::CONSTR_CHECK;
+            (*constraint).conname = name;
+            (*constraint).location = -1;
+            (*constraint).cooked_expr = pg_sys::pstrdup(self.cooked.as_ptr());
+            (*constraint).initially_valid = true;
+            (*constraint).skip_validation = true;
+            constraint
+        };
+        // SAFETY: `rel` is open and locked, `constraint` complete; the lock stays until the end
+        // of the transaction, as the detach's own.
+        let added = unsafe {
+            let added = pg_sys::AddRelationNewConstraints(
+                rel,
+                std::ptr::null_mut(),
+                pg_sys::lappend(std::ptr::null_mut(), constraint.cast()),
+                true,
+                is_local,
+                true,
+                std::ptr::null(),
+            );
+            pg_sys::table_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
+            added
+        };
+        // SAFETY: AddRelationNewConstraints's list of CookedConstraints, palloc'd in this
+        // transaction like the names they hold.
+        unsafe {
+            PgList::<pg_sys::CookedConstraint>::from_pg(added)
+                .get_ptr(0)
+                .map_or(name, |cooked| (*cooked).name)
+        }
     }
 }

@@ -76,30 +76,34 @@ impl ServerHost {
         if role.is_empty() {
             return Err("the event names no role to run the statement as".into());
         }
-        // SAFETY: catalog lookups and the user switch fmgr makes for SECURITY DEFINER.
+        // SAFETY: a syscache lookup by a NUL-terminated name (missing_ok), in the replay's
+        // transaction.
+        let roleid = unsafe { pg_sys::get_role_oid(name.as_ptr(), true) };
+        if roleid == pg_sys::InvalidOid {
+            return Err(format!(
+                "role \"{role}\" does not exist on this subscriber; create it (with the \
+                 rights it should have here), or name a ddl_fallback_role, and the \
+                 statement can be replayed"
+            ));
+        }
+        // SAFETY: catalog lookups of two roles that exist, in the replay's transaction.
+        if !unsafe { pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) } {
+            return Err(format!(
+                "the subscription owner {current} may not become role \"{role}\""
+            ));
+        }
+        let mut user = pg_sys::InvalidOid;
+        let mut sec = 0;
+        // SAFETY: the user switch fmgr makes for SECURITY DEFINER, undone by `leave_role` or,
+        // after an ERROR, by the (sub)transaction's abort.
         unsafe {
-            let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
-            if roleid == pg_sys::InvalidOid {
-                return Err(format!(
-                    "role \"{role}\" does not exist on this subscriber; create it (with the \
-                     rights it should have here), or name a ddl_fallback_role, and the \
-                     statement can be replayed"
-                ));
-            }
-            if !pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) {
-                return Err(format!(
-                    "the subscription owner {current} may not become role \"{role}\""
-                ));
-            }
-            let mut user = pg_sys::InvalidOid;
-            let mut sec = 0;
             pg_sys::GetUserIdAndSecContext(&mut user, &mut sec);
             pg_sys::SetUserIdAndSecContext(
                 roleid,
                 sec | pg_sys::SECURITY_LOCAL_USERID_CHANGE as i32,
             );
-            self.saved_user = Some((user, sec));
         }
+        self.saved_user = Some((user, sec));
         ctx.role_switched = true;
         Ok(())
     }
@@ -116,7 +120,8 @@ impl ServerHost {
         let Ok(name) = CString::new(fallback) else {
             return Err("the fallback role's name holds a NUL byte".into());
         };
-        // SAFETY: catalog lookups.
+        // SAFETY: syscache lookups by a NUL-terminated name (missing_ok), in the replay's
+        // transaction.
         let superuser = unsafe {
             let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
             roleid != pg_sys::InvalidOid && pg_sys::superuser_arg(roleid)
@@ -154,7 +159,8 @@ pub fn replay_role(role: &str, fallback: Option<&str>) -> Option<String> {
         let Ok(name) = CString::new(name) else {
             return false;
         };
-        // SAFETY: catalog lookups.
+        // SAFETY: syscache lookups by a NUL-terminated name (missing_ok), in the replay's
+        // transaction.
         unsafe {
             let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
             roleid != pg_sys::InvalidOid
@@ -178,19 +184,20 @@ pub fn role_exists(role: &str) -> bool {
     let Ok(name) = CString::new(role) else {
         return false;
     };
-    // SAFETY: a syscache lookup.
+    // SAFETY: a syscache lookup by a NUL-terminated name; missing_ok, so no ERROR.
     unsafe { pg_sys::get_role_oid(name.as_ptr(), true) != pg_sys::InvalidOid }
 }
 
 /// The current user's name.
 pub fn current_user_name() -> String {
-    // SAFETY: a syscache lookup of the current user, which exists.
+    // SAFETY: a syscache lookup of the current user (noerr: NULL rather than an ERROR); the
+    // name is a palloc'd NUL-terminated copy.
     unsafe {
         let name = pg_sys::GetUserNameFromId(pg_sys::GetUserId(), true);
         if name.is_null() {
             String::new()
         } else {
-            CStr::from_ptr(name).to_string_lossy().into_owned()
+            ddl_server::text::utf8_ptr(name)
         }
     }
 }
@@ -320,21 +327,29 @@ pub fn raise(failure: &Failure, message: &str) -> ! {
 /// Function bodies are not checked, as pg_restore does not: the body was (or was knowingly
 /// not) checked where the statement first ran, and what it names may not exist here yet.
 fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, settings: &[(&str, &str)]) {
-    // SAFETY: the tree was just parsed from `text` by the caller.
     let mut settings = settings.to_vec();
     settings.push(("check_function_bodies", "off"));
-    let detach = with_settings(&settings, || unsafe {
+    let node = parsed.tree();
+    let detach = with_settings(&settings, || {
         // Read before the detach takes the partition constraint away.
-        let detach = detach::concurrent_detach((*parsed.stmt).stmt);
-        if statement::make_transactional((*parsed.stmt).stmt) {
+        // SAFETY: the raw tree the caller just parsed (and checked) from `text`, which nothing
+        // else holds; in the apply worker's transaction, with the event's settings.
+        let detach = unsafe { detach::concurrent_detach(node) };
+        // SAFETY: as above; the tree is ours to change.
+        if unsafe { statement::make_transactional(node) } {
             notice!(
                 "ddl_sync: replaying \"{sql}\" without CONCURRENTLY, inside the apply transaction"
             );
         }
-        statement::create_empty((*parsed.stmt).stmt);
-        let dropped = tablespace::drop_missing((*parsed.stmt).stmt);
+        // SAFETY: as above.
+        let dropped = unsafe {
+            statement::create_empty(node);
+            tablespace::drop_missing(node)
+        };
         if !dropped.nothing_left {
-            statement::execute(parsed, text);
+            // SAFETY: as above, `parsed` from `text`; the apply worker's transaction has an
+            // active snapshot.
+            unsafe { statement::execute(parsed, text) };
         }
         CLAIM.with_borrow_mut(|c| {
             if let Some(c) = c {

@@ -9,6 +9,7 @@
 //! domain statements (ddl-capture's `trigger.rs` does the same).
 
 use ddl_server::relation_oid;
+use ddl_server::text::utf8_ptr;
 use pgrx::pg_sys;
 use std::borrow::Cow;
 use std::ffi::CStr;
@@ -21,37 +22,58 @@ use std::ffi::CStr;
 /// # Safety
 /// `node` is a raw parse tree; runs in a transaction (catalog lookups).
 pub unsafe fn object_type(node: *mut pg_sys::Node) -> Option<Cow<'static, str>> {
-    match (*node).type_ {
-        pg_sys::NodeTag::T_AlterTableStmt => {
-            let stmt = node as *mut pg_sys::AlterTableStmt;
-            relation_type((*stmt).relation)
-                .or_else(|| object_type_name((*stmt).objtype))
+    use pg_sys::NodeTag as T;
+    // SAFETY: the caller's promise: a parse tree, whose tag says which node it is.
+    let tag = unsafe { (*node).type_ };
+    match tag {
+        T::T_AlterTableStmt => {
+            // SAFETY: the tag says AlterTableStmt; its `relation` is the parser's RangeVar,
+            // looked up in the caller's transaction.
+            unsafe {
+                let stmt = node.cast::<pg_sys::AlterTableStmt>();
+                relation_type((*stmt).relation).or_else(|| object_type_name((*stmt).objtype))
+            }
+            .map(Cow::from)
+        }
+        T::T_RenameStmt => {
+            // SAFETY: as above, a RenameStmt (`relation` NULL unless it names a relation).
+            unsafe { relation_type((*node.cast::<pg_sys::RenameStmt>()).relation) }.map(Cow::from)
+        }
+        T::T_AlterObjectSchemaStmt => {
+            // SAFETY: as above, an AlterObjectSchemaStmt.
+            unsafe { relation_type((*node.cast::<pg_sys::AlterObjectSchemaStmt>()).relation) }
                 .map(Cow::from)
         }
-        pg_sys::NodeTag::T_RenameStmt => {
-            relation_type((*(node as *mut pg_sys::RenameStmt)).relation).map(Cow::from)
+        T::T_CommentStmt => {
+            // SAFETY: the tag says CommentStmt: `object` is the object its `objtype` names.
+            unsafe {
+                let stmt = node.cast::<pg_sys::CommentStmt>();
+                described((*stmt).objtype, (*stmt).object)
+            }
         }
-        pg_sys::NodeTag::T_AlterObjectSchemaStmt => {
-            relation_type((*(node as *mut pg_sys::AlterObjectSchemaStmt)).relation).map(Cow::from)
+        T::T_SecLabelStmt => {
+            // SAFETY: as above, a SecLabelStmt.
+            unsafe {
+                let stmt = node.cast::<pg_sys::SecLabelStmt>();
+                described((*stmt).objtype, (*stmt).object)
+            }
         }
-        pg_sys::NodeTag::T_CommentStmt => {
-            let stmt = node as *mut pg_sys::CommentStmt;
-            described((*stmt).objtype, (*stmt).object)
-        }
-        pg_sys::NodeTag::T_SecLabelStmt => {
-            let stmt = node as *mut pg_sys::SecLabelStmt;
-            described((*stmt).objtype, (*stmt).object)
-        }
-        pg_sys::NodeTag::T_GrantStmt => {
-            object_type_name((*(node as *mut pg_sys::GrantStmt)).objtype).map(Cow::from)
+        T::T_GrantStmt => {
+            // SAFETY: the tag says GrantStmt.
+            object_type_name(unsafe { (*node.cast::<pg_sys::GrantStmt>()).objtype }).map(Cow::from)
         }
         // The objects the default privileges are for (`TABLES` in the capture's words).
-        pg_sys::NodeTag::T_AlterDefaultPrivilegesStmt => {
-            let action = (*(node as *mut pg_sys::AlterDefaultPrivilegesStmt)).action;
-            if action.is_null() {
-                return None;
-            }
-            object_type_name((*action).objtype).map(Cow::from)
+        T::T_AlterDefaultPrivilegesStmt => {
+            // SAFETY: the tag says AlterDefaultPrivilegesStmt; `action` is its GrantStmt (NULL
+            // checked all the same).
+            let objtype = unsafe {
+                let action = (*node.cast::<pg_sys::AlterDefaultPrivilegesStmt>()).action;
+                if action.is_null() {
+                    return None;
+                }
+                (*action).objtype
+            };
+            object_type_name(objtype).map(Cow::from)
         }
         _ => None,
     }
@@ -66,70 +88,80 @@ pub unsafe fn object_type(node: *mut pg_sys::Node) -> Option<Cow<'static, str>> 
 /// `node` is a raw parse tree; runs in a transaction with the event's search_path set.
 pub unsafe fn relation_schema(node: *mut pg_sys::Node) -> Option<String> {
     use pg_sys::NodeTag as T;
-    let (relation, creates) = match (*node).type_ {
-        T::T_CreateStmt => ((*(node as *mut pg_sys::CreateStmt)).relation, true),
-        T::T_ViewStmt => ((*(node as *mut pg_sys::ViewStmt)).view, true),
-        T::T_CreateTableAsStmt => {
-            let into = (*(node as *mut pg_sys::CreateTableAsStmt)).into;
-            (
-                if into.is_null() {
-                    std::ptr::null_mut()
-                } else {
-                    (*into).rel
-                },
-                true,
-            )
-        }
-        T::T_AlterTableStmt => ((*(node as *mut pg_sys::AlterTableStmt)).relation, false),
-        T::T_IndexStmt => ((*(node as *mut pg_sys::IndexStmt)).relation, false),
-        T::T_CreateTrigStmt => ((*(node as *mut pg_sys::CreateTrigStmt)).relation, false),
-        T::T_RuleStmt => ((*(node as *mut pg_sys::RuleStmt)).relation, false),
-        T::T_RenameStmt => ((*(node as *mut pg_sys::RenameStmt)).relation, false),
-        // The capture sees the relation after the move: in its new schema.
-        T::T_AlterObjectSchemaStmt => {
-            let stmt = node as *mut pg_sys::AlterObjectSchemaStmt;
-            if (*stmt).relation.is_null() || (*stmt).newschema.is_null() {
-                return None;
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is; each
+    // field read is that statement's RangeVar (NULL is checked below) or schema name.
+    let (relation, creates) = unsafe {
+        match (*node).type_ {
+            T::T_CreateStmt => ((*node.cast::<pg_sys::CreateStmt>()).relation, true),
+            T::T_ViewStmt => ((*node.cast::<pg_sys::ViewStmt>()).view, true),
+            T::T_CreateTableAsStmt => {
+                let into = (*node.cast::<pg_sys::CreateTableAsStmt>()).into;
+                (
+                    if into.is_null() {
+                        std::ptr::null_mut()
+                    } else {
+                        (*into).rel
+                    },
+                    true,
+                )
             }
-            return Some(
-                CStr::from_ptr((*stmt).newschema)
-                    .to_string_lossy()
-                    .into_owned(),
-            );
+            T::T_AlterTableStmt => ((*node.cast::<pg_sys::AlterTableStmt>()).relation, false),
+            T::T_IndexStmt => ((*node.cast::<pg_sys::IndexStmt>()).relation, false),
+            T::T_CreateTrigStmt => ((*node.cast::<pg_sys::CreateTrigStmt>()).relation, false),
+            T::T_RuleStmt => ((*node.cast::<pg_sys::RuleStmt>()).relation, false),
+            T::T_RenameStmt => ((*node.cast::<pg_sys::RenameStmt>()).relation, false),
+            // The capture sees the relation after the move: in its new schema.
+            T::T_AlterObjectSchemaStmt => {
+                let stmt = node.cast::<pg_sys::AlterObjectSchemaStmt>();
+                if (*stmt).relation.is_null() || (*stmt).newschema.is_null() {
+                    return None;
+                }
+                return Some(utf8_ptr((*stmt).newschema));
+            }
+            _ => return None,
         }
-        _ => return None,
     };
     if relation.is_null() {
         return None;
     }
     let namespace = if creates {
-        if !(*relation).schemaname.is_null() {
-            return Some(
-                CStr::from_ptr((*relation).schemaname)
-                    .to_string_lossy()
-                    .into_owned(),
-            );
+        // SAFETY: `relation` is the statement's RangeVar, not NULL; its schema name is NULL or
+        // the parser's NUL-terminated string.
+        let schemaname = unsafe { (*relation).schemaname };
+        if !schemaname.is_null() {
+            // SAFETY: as above.
+            return Some(unsafe { utf8_ptr(schemaname) });
         }
         // The first schema of the search_path that exists, as the statement will choose it.
         let found = ddl_server::xact::in_subtransaction(
-            || pg_sys::RangeVarGetCreationNamespace(relation),
+            // SAFETY: as above, in the caller's transaction; an ERROR (no schema of the
+            // search_path exists) is caught with the subtransaction.
+            || unsafe { pg_sys::RangeVarGetCreationNamespace(relation) },
             |_| true,
         );
         found.ok()?
     } else {
-        pg_sys::get_rel_namespace(relation_oid(relation)?)
+        // SAFETY: as above; a relation gone since the lookup has namespace InvalidOid.
+        unsafe { pg_sys::get_rel_namespace(relation_oid(relation)?) }
     };
-    let name = pg_sys::get_namespace_name(namespace);
-    (!name.is_null()).then(|| CStr::from_ptr(name).to_string_lossy().into_owned())
+    // SAFETY: a syscache lookup; NULL for a schema that does not exist.
+    let name = unsafe { pg_sys::get_namespace_name(namespace) };
+    // SAFETY: a NUL-terminated catalog name, palloc'd just now.
+    (!name.is_null()).then(|| unsafe { utf8_ptr(name) })
 }
 
 /// The relation kind of `relation`, when it names one that exists.
+///
+/// # Safety
+/// `relation` is NULL or a parse tree's `RangeVar`; runs in a transaction.
 unsafe fn relation_type(relation: *mut pg_sys::RangeVar) -> Option<&'static str> {
     if relation.is_null() {
         return None;
     }
-    let relid = relation_oid(relation)?;
-    match pg_sys::get_rel_relkind(relid) as u8 {
+    // SAFETY: the caller's promise.
+    let relid = unsafe { relation_oid(relation) }?;
+    // SAFETY: a syscache lookup by OID ('\0' for a relation dropped meanwhile).
+    match unsafe { pg_sys::get_rel_relkind(relid) } as u8 {
         b'r' | b'p' => Some("table"),
         b'i' | b'I' => Some("index"),
         b'S' => Some("sequence"),
@@ -145,6 +177,10 @@ unsafe fn relation_type(relation: *mut pg_sys::RangeVar) -> Option<&'static str>
 /// for a column of a view, where the statement only says COLUMN), with domains as `domain`;
 /// the statement's own object type when the object does not exist here (the statement then
 /// fails anyway).
+///
+/// # Safety
+/// `objtype` and `object` are those of one raw COMMENT or SECURITY LABEL statement; runs in a
+/// transaction.
 unsafe fn described(
     objtype: pg_sys::ObjectType::Type,
     object: *mut pg_sys::Node,
@@ -156,12 +192,18 @@ unsafe fn described(
         || {
             let mut relation: pg_sys::Relation = std::ptr::null_mut();
             let lock = pg_sys::AccessShareLock as pg_sys::LOCKMODE;
-            let address = pg_sys::get_object_address(objtype, object, &mut relation, lock, true);
-            if !relation.is_null() {
-                // The lock stays until the end of the transaction; the statement takes its own.
-                pg_sys::relation_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);
+            // SAFETY: the caller's promise: the pair CommentObject itself resolves; the
+            // relation it opens is ours to close, and the subtransaction catches an ERROR.
+            unsafe {
+                let address =
+                    pg_sys::get_object_address(objtype, object, &mut relation, lock, true);
+                if !relation.is_null() {
+                    // The lock stays until the end of the transaction; the statement takes its
+                    // own.
+                    pg_sys::relation_close(relation, pg_sys::NoLock as pg_sys::LOCKMODE);
+                }
+                address
             }
-            address
         },
         |_| true,
     );
@@ -172,17 +214,20 @@ unsafe fn described(
         return object_type_name(objtype).map(Cow::from);
     }
     if address.classId == pg_sys::TypeRelationId
-        && pg_sys::get_typtype(address.objectId) as u8 == pg_sys::TYPTYPE_DOMAIN
+        // SAFETY: a syscache lookup of a type's OID.
+        && unsafe { pg_sys::get_typtype(address.objectId) } as u8 == pg_sys::TYPTYPE_DOMAIN
     {
         return Some(Cow::from("domain"));
     }
-    let description = pg_sys::getObjectTypeDescription(&address, true);
+    // SAFETY: an address just resolved; missing_ok: NULL rather than an ERROR.
+    let description = unsafe { pg_sys::getObjectTypeDescription(&address, true) };
     if description.is_null() {
         return object_type_name(objtype).map(Cow::from);
     }
-    Some(Cow::from(
-        CStr::from_ptr(description).to_string_lossy().into_owned(),
-    ))
+    // SAFETY: a NUL-terminated string built just now. Not converted: PostgreSQL's own words,
+    // ASCII and never translated (objectaddress.c), which ddl-filter compares with its own.
+    let description = unsafe { CStr::from_ptr(description) };
+    Some(Cow::from(description.to_string_lossy().into_owned()))
 }
 
 /// pg_identify_object()'s name for each object type a statement can name.

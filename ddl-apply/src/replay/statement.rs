@@ -32,10 +32,19 @@ impl Checked {
     }
 }
 
-/// One parsed statement: its tree and command tag.
+/// One parsed statement: its tree and command tag. Only [`parse_one`] makes one, so the tree is
+/// always the parser's, in the memory context of the replay.
 pub struct Parsed {
-    pub stmt: *mut pg_sys::RawStmt,
+    stmt: *mut pg_sys::RawStmt,
     pub tag: String,
+}
+
+impl Parsed {
+    /// The raw parse tree of the statement.
+    pub fn tree(&self) -> *mut pg_sys::Node {
+        // SAFETY: a RawStmt from the parser (see above).
+        unsafe { (*self.stmt).stmt }
+    }
 }
 
 /// Parses `sql`; it must hold exactly one statement.
@@ -46,6 +55,7 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
     // replay of this event.
     let list =
         unsafe { pg_sys::raw_parser(text.as_ptr(), pg_sys::RawParseMode::RAW_PARSE_DEFAULT) };
+    // SAFETY: raw_parser's result is NIL or a List of RawStmts.
     let stmts = unsafe { PgList::<pg_sys::RawStmt>::from_pg(list) };
     if stmts.len() != 1 {
         return Err(format!(
@@ -56,7 +66,9 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
     let stmt = stmts
         .get_ptr(0)
         .ok_or("the statement text holds no statement")?;
-    // SAFETY: a RawStmt from the parser; CreateCommandTag reads raw trees (as exec_simple_query).
+    // SAFETY: a RawStmt from the parser; CreateCommandTag reads raw trees (as exec_simple_query),
+    // and GetCommandTagName returns a static NUL-terminated name. Not converted: command tags
+    // are PostgreSQL's own ASCII words, never translated.
     let tag = unsafe {
         // A raw SELECT ... INTO is still a SELECT; analysis makes it the CREATE TABLE AS that
         // PostgreSQL, and so the capture, reports as SELECT INTO.
@@ -83,8 +95,9 @@ pub fn claims(sql: &str) -> Result<(String, &'static str), String> {
 
 /// The real kind of a parsed statement; an error for one that is never replicated.
 fn kind_of(parsed: &Parsed) -> Result<DdlKind, String> {
-    // SAFETY: a tree just parsed; the lookups only read catalogs.
-    let object_type = unsafe { object::object_type((*parsed.stmt).stmt) };
+    // SAFETY: a tree from the parser; the lookups only read catalogs, in the replay's
+    // transaction.
+    let object_type = unsafe { object::object_type(parsed.tree()) };
     match classify_object(&parsed.tag, object_type.as_deref().unwrap_or("")) {
         Classification::Replicated(kind) => Ok(kind),
         Classification::NotReplicated(why) => {
@@ -119,13 +132,15 @@ pub fn check_parsed(
             kind.token()
         ));
     }
-    // SAFETY: a tree just parsed; the lookups only read catalogs.
-    let schema = unsafe { object::relation_schema((*parsed.stmt).stmt) };
-    // SAFETY: as above.
+    // SAFETY: a tree from the parser; the lookups only read catalogs, in the replay's
+    // transaction with the event's search_path set.
+    let schema = unsafe { object::relation_schema(parsed.tree()) };
+    // SAFETY: as above; the tag says which statement the tree is, and an AlterTableStmt's
+    // `relation` is the parser's RangeVar.
     let altered = unsafe {
-        let node = (*parsed.stmt).stmt;
+        let node = parsed.tree();
         if (*node).type_ == pg_sys::NodeTag::T_AlterTableStmt {
-            ddl_server::relation_oid((*(node as *mut pg_sys::AlterTableStmt)).relation)
+            ddl_server::relation_oid((*node.cast::<pg_sys::AlterTableStmt>()).relation)
         } else {
             None
         }
@@ -145,39 +160,49 @@ pub fn check_parsed(
 /// # Safety
 /// `node` is a parse tree this backend owns.
 pub unsafe fn make_transactional(node: *mut pg_sys::Node) -> bool {
-    match (*node).type_ {
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is.
+    let tag = unsafe { (*node).type_ };
+    match tag {
         pg_sys::NodeTag::T_IndexStmt => {
-            let stmt = node as *mut pg_sys::IndexStmt;
-            std::mem::replace(&mut (*stmt).concurrent, false)
+            // SAFETY: the tag says IndexStmt; the tree is ours to change.
+            unsafe { std::mem::replace(&mut (*node.cast::<pg_sys::IndexStmt>()).concurrent, false) }
         }
         pg_sys::NodeTag::T_DropStmt => {
-            let stmt = node as *mut pg_sys::DropStmt;
-            std::mem::replace(&mut (*stmt).concurrent, false)
+            // SAFETY: as above, a DropStmt.
+            unsafe { std::mem::replace(&mut (*node.cast::<pg_sys::DropStmt>()).concurrent, false) }
         }
         pg_sys::NodeTag::T_ReindexStmt => {
-            let stmt = node as *mut pg_sys::ReindexStmt;
-            let params = PgList::<pg_sys::DefElem>::from_pg((*stmt).params);
-            let concurrently = params
-                .iter_ptr()
-                .find(|d| CStr::from_ptr((**d).defname).to_bytes() == b"concurrently");
-            match concurrently {
-                Some(def) => {
-                    (*stmt).params = pg_sys::list_delete_ptr((*stmt).params, def.cast());
-                    true
+            // SAFETY: the tag says ReindexStmt, whose `params` are DefElems with names; the list
+            // is ours to change, and is not read again once an element is deleted.
+            unsafe {
+                let stmt = node.cast::<pg_sys::ReindexStmt>();
+                let params = PgList::<pg_sys::DefElem>::from_pg((*stmt).params);
+                let concurrently = params
+                    .iter_ptr()
+                    .find(|d| CStr::from_ptr((**d).defname).to_bytes() == b"concurrently");
+                match concurrently {
+                    Some(def) => {
+                        (*stmt).params = pg_sys::list_delete_ptr((*stmt).params, def.cast());
+                        true
+                    }
+                    None => false,
                 }
-                None => false,
             }
         }
         pg_sys::NodeTag::T_AlterTableStmt => {
-            let stmt = node as *mut pg_sys::AlterTableStmt;
+            let stmt = node.cast::<pg_sys::AlterTableStmt>();
             let mut changed = false;
-            for cmd in PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds).iter_ptr() {
-                let def = (*cmd).def;
-                if !def.is_null() && (*def).type_ == pg_sys::NodeTag::T_PartitionCmd {
-                    changed |= std::mem::replace(
-                        &mut (*(def as *mut pg_sys::PartitionCmd)).concurrent,
-                        false,
-                    );
+            // SAFETY: the tag says AlterTableStmt, whose `cmds` are AlterTableCmds; each `def`
+            // is NULL or a node whose tag says which, and the tree is ours to change.
+            unsafe {
+                for cmd in PgList::<pg_sys::AlterTableCmd>::from_pg((*stmt).cmds).iter_ptr() {
+                    let def = (*cmd).def;
+                    if !def.is_null() && (*def).type_ == pg_sys::NodeTag::T_PartitionCmd {
+                        changed |= std::mem::replace(
+                            &mut (*def.cast::<pg_sys::PartitionCmd>()).concurrent,
+                            false,
+                        );
+                    }
                 }
             }
             changed
@@ -194,19 +219,23 @@ pub unsafe fn make_transactional(node: *mut pg_sys::Node) -> bool {
 /// # Safety
 /// `node` is a raw parse tree this backend owns.
 pub unsafe fn create_empty(node: *mut pg_sys::Node) {
-    let into = match (*node).type_ {
-        pg_sys::NodeTag::T_CreateTableAsStmt => {
-            let stmt = node as *mut pg_sys::CreateTableAsStmt;
-            if (*stmt).objtype != pg_sys::ObjectType::OBJECT_TABLE {
-                return;
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is; `into`
+    // is NULL or its IntoClause, which is ours to change.
+    unsafe {
+        let into = match (*node).type_ {
+            pg_sys::NodeTag::T_CreateTableAsStmt => {
+                let stmt = node.cast::<pg_sys::CreateTableAsStmt>();
+                if (*stmt).objtype != pg_sys::ObjectType::OBJECT_TABLE {
+                    return;
+                }
+                (*stmt).into
             }
-            (*stmt).into
+            pg_sys::NodeTag::T_SelectStmt => select_into(node),
+            _ => return,
+        };
+        if !into.is_null() {
+            (*into).skipData = true;
         }
-        pg_sys::NodeTag::T_SelectStmt => select_into(node),
-        _ => return,
-    };
-    if !into.is_null() {
-        (*into).skipData = true;
     }
 }
 
@@ -216,17 +245,21 @@ pub unsafe fn create_empty(node: *mut pg_sys::Node) {
 /// # Safety
 /// `node` is a raw parse tree.
 pub unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
-    if (*node).type_ != pg_sys::NodeTag::T_SelectStmt {
-        return std::ptr::null_mut();
-    }
-    let mut select = node as *mut pg_sys::SelectStmt;
-    while !select.is_null() && (*select).op != pg_sys::SetOperation::SETOP_NONE {
-        select = (*select).larg;
-    }
-    if select.is_null() {
-        std::ptr::null_mut()
-    } else {
-        (*select).intoClause
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is; the
+    // `larg` of a set operation's SelectStmt is another SelectStmt (NULL checked all the same).
+    unsafe {
+        if (*node).type_ != pg_sys::NodeTag::T_SelectStmt {
+            return std::ptr::null_mut();
+        }
+        let mut select = node.cast::<pg_sys::SelectStmt>();
+        while !select.is_null() && (*select).op != pg_sys::SetOperation::SETOP_NONE {
+            select = (*select).larg;
+        }
+        if select.is_null() {
+            std::ptr::null_mut()
+        } else {
+            (*select).intoClause
+        }
     }
 }
 
@@ -241,42 +274,55 @@ pub unsafe fn select_into(node: *mut pg_sys::Node) -> *mut pg_sys::IntoClause {
 /// `parsed` came from [`parse_one`] of `sql` in this call; runs inside a transaction with an
 /// active snapshot (the apply worker's).
 pub unsafe fn execute(parsed: &Parsed, sql: &CStr) {
-    let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(
-        parsed.stmt,
-        sql.as_ptr(),
-        std::ptr::null(),
-        0,
-        std::ptr::null_mut(),
-    );
-    let plans = pg_sys::pg_plan_queries(
-        queries,
-        sql.as_ptr(),
-        pg_sys::CURSOR_OPT_PARALLEL_OK as i32,
-        std::ptr::null_mut(),
-    );
-    for pstmt in PgList::<pg_sys::PlannedStmt>::from_pg(plans).iter_ptr() {
+    // SAFETY: the caller's promise: a RawStmt parsed from `sql` (analysis reads the text for
+    // error positions), in a transaction with an active snapshot, as exec_simple_query runs it.
+    let plans = unsafe {
+        let queries = pg_sys::pg_analyze_and_rewrite_fixedparams(
+            parsed.stmt,
+            sql.as_ptr(),
+            std::ptr::null(),
+            0,
+            std::ptr::null_mut(),
+        );
+        pg_sys::pg_plan_queries(
+            queries,
+            sql.as_ptr(),
+            pg_sys::CURSOR_OPT_PARALLEL_OK as i32,
+            std::ptr::null_mut(),
+        )
+    };
+    // SAFETY: pg_plan_queries's List of PlannedStmts.
+    let plans = unsafe { PgList::<pg_sys::PlannedStmt>::from_pg(plans) };
+    for pstmt in plans.iter_ptr() {
         // Analysis of a utility statement gives back one utility statement; rules never
         // rewrite utility statements into row changes.
-        if (*pstmt).commandType != pg_sys::CmdType::CMD_UTILITY {
+        // SAFETY: a PlannedStmt of that list.
+        if unsafe { (*pstmt).commandType } != pg_sys::CmdType::CMD_UTILITY {
             pgrx::ereport!(
                 ERROR,
                 pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
                 "ddl_sync: the replayed statement was analysed into a statement that is not DDL"
             );
         }
-        let mut qc: pg_sys::QueryCompletion = std::mem::zeroed();
+        // SAFETY: QueryCompletion is plain data, for which all zeroes is "nothing yet"
+        // (InitializeQueryCompletion's values).
+        let mut qc: pg_sys::QueryCompletion = unsafe { std::mem::zeroed() };
         // PROCESS_UTILITY_QUERY: a complete statement run from inside another one, as a
         // function would run it, so event triggers (the capture, for cascades) see it.
-        pg_sys::ProcessUtility(
-            pstmt,
-            sql.as_ptr(),
-            false,
-            pg_sys::ProcessUtilityContext::PROCESS_UTILITY_QUERY,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            pg_sys::None_Receiver,
-            &mut qc,
-        );
-        pg_sys::CommandCounterIncrement();
+        // SAFETY: a utility PlannedStmt planned just now from `sql`, in the caller's
+        // transaction; no parameters, no query environment, results discarded.
+        unsafe {
+            pg_sys::ProcessUtility(
+                pstmt,
+                sql.as_ptr(),
+                false,
+                pg_sys::ProcessUtilityContext::PROCESS_UTILITY_QUERY,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                pg_sys::None_Receiver,
+                &mut qc,
+            );
+            pg_sys::CommandCounterIncrement();
+        }
     }
 }

@@ -71,6 +71,8 @@ impl Default for Errors {
     }
 }
 
+// SAFETY: the name is this segment's alone: the capture's (`ddl_sync publication statistics`)
+// is the only other segment the project requests.
 static ERRORS: PgLwLock<Errors> = unsafe { PgLwLock::new(c"ddl_sync replay errors") };
 
 /// Places the errors in shared memory; does nothing unless the library is being preloaded.
@@ -78,7 +80,9 @@ static ERRORS: PgLwLock<Errors> = unsafe { PgLwLock::new(c"ddl_sync replay error
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn init() {
-    ddl_server::shmem::preload(&ERRORS);
+    // SAFETY: the caller's promise (from `_PG_init`, once per process), and no other call
+    // places ERRORS: once per segment, as `preload` asks.
+    unsafe { ddl_server::shmem::preload(&ERRORS) };
 }
 
 fn available() -> bool {
@@ -86,7 +90,7 @@ fn available() -> bool {
 }
 
 fn database() -> u64 {
-    // SAFETY: reads a backend global.
+    // SAFETY: a backend global, set once when the backend connects to its database.
     u64::from(u32::from(unsafe { pg_sys::MyDatabaseId }))
 }
 

@@ -21,6 +21,7 @@
 
 use crate::replay::applying::Subscription;
 use ddl_server::guc;
+use ddl_server::text::utf8_ptr;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -327,12 +328,12 @@ fn run(sql: &str) {
 
 fn quote(name: &str) -> String {
     let name = CString::new(name).unwrap_or_default();
-    // SAFETY: quote_identifier returns its argument or a palloc'd copy, valid here.
-    unsafe { text(pg_sys::quote_identifier(name.as_ptr())) }
-}
-
-unsafe fn text(s: *const c_char) -> String {
-    CStr::from_ptr(s).to_string_lossy().into_owned()
+    // SAFETY: quote_identifier returns its NUL-terminated argument or a palloc'd copy, valid
+    // here. Not converted from the database encoding: it only puts `"` around (and doubles
+    // `"` in) the bytes it was given, our UTF-8.
+    unsafe { CStr::from_ptr(pg_sys::quote_identifier(name.as_ptr())) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The definitions in `tables`: only plain `CREATE TABLE schema.name (column type [COLLATE c],
@@ -349,7 +350,7 @@ fn parse(tables: &str) -> Result<Vec<Definition>, String> {
     };
     stmts
         .iter_ptr()
-        // SAFETY: RawStmts from the parser.
+        // SAFETY: RawStmts from the parser, in the caller's transaction.
         .map(|raw| unsafe { definition((*raw).stmt) })
         .collect()
 }
@@ -357,32 +358,38 @@ fn parse(tables: &str) -> Result<Vec<Definition>, String> {
 /// One checked definition.
 ///
 /// # Safety
-/// `node` is a raw parse tree.
+/// `node` is NULL or a raw parse tree; runs in a transaction (catalog lookups).
 unsafe fn definition(node: *mut pg_sys::Node) -> Result<Definition, String> {
     let not_plain = || "not a plain definition of a table's columns".to_string();
-    if node.is_null() || (*node).type_ != pg_sys::NodeTag::T_CreateStmt {
+    // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is.
+    if node.is_null() || unsafe { (*node).type_ } != pg_sys::NodeTag::T_CreateStmt {
         return Err(not_plain());
     }
-    let stmt = node as *mut pg_sys::CreateStmt;
-    let rel = (*stmt).relation;
-    let plain = !rel.is_null()
-        && !(*rel).schemaname.is_null()
-        && (*rel).catalogname.is_null()
-        && (*rel).relpersistence == pg_sys::RELPERSISTENCE_PERMANENT as c_char
-        && (*stmt).inhRelations.is_null()
-        && (*stmt).partbound.is_null()
-        && (*stmt).partspec.is_null()
-        && (*stmt).ofTypename.is_null()
-        && (*stmt).constraints.is_null()
-        && (*stmt).options.is_null()
-        && (*stmt).oncommit == pg_sys::OnCommitAction::ONCOMMIT_NOOP
-        && (*stmt).tablespacename.is_null()
-        && (*stmt).accessMethod.is_null()
-        && !(*stmt).if_not_exists;
+    let stmt = node.cast::<pg_sys::CreateStmt>();
+    // SAFETY: the tag says CreateStmt; `relation` is the parser's RangeVar (NULL checked).
+    let (rel, plain) = unsafe {
+        let rel = (*stmt).relation;
+        let plain = !rel.is_null()
+            && !(*rel).schemaname.is_null()
+            && (*rel).catalogname.is_null()
+            && (*rel).relpersistence == pg_sys::RELPERSISTENCE_PERMANENT as c_char
+            && (*stmt).inhRelations.is_null()
+            && (*stmt).partbound.is_null()
+            && (*stmt).partspec.is_null()
+            && (*stmt).ofTypename.is_null()
+            && (*stmt).constraints.is_null()
+            && (*stmt).options.is_null()
+            && (*stmt).oncommit == pg_sys::OnCommitAction::ONCOMMIT_NOOP
+            && (*stmt).tablespacename.is_null()
+            && (*stmt).accessMethod.is_null()
+            && !(*stmt).if_not_exists;
+        (rel, plain)
+    };
     if !plain {
         return Err(not_plain());
     }
-    let schema = text((*rel).schemaname);
+    // SAFETY: a plain definition's RangeVar, its schema name checked above.
+    let schema = unsafe { utf8_ptr((*rel).schemaname) };
     if matches!(
         schema.as_str(),
         "pg_catalog" | "information_schema" | "pg_toast"
@@ -393,13 +400,20 @@ unsafe fn definition(node: *mut pg_sys::Node) -> Result<Definition, String> {
     }
     let mut columns = Vec::new();
     let mut key = Vec::new();
-    for element in PgList::<pg_sys::Node>::from_pg((*stmt).tableElts).iter_ptr() {
-        match (*element).type_ {
+    // SAFETY: a CreateStmt's `tableElts` is a List of nodes.
+    let elements = unsafe { PgList::<pg_sys::Node>::from_pg((*stmt).tableElts) };
+    for element in elements.iter_ptr() {
+        // SAFETY: a node of that list, whose tag says which; each is read as what it says, in
+        // the caller's transaction.
+        match unsafe { (*element).type_ } {
             pg_sys::NodeTag::T_ColumnDef => {
-                columns.push(column(element as *mut pg_sys::ColumnDef).ok_or_else(not_plain)?)
+                // SAFETY: as above.
+                let def = unsafe { column(element.cast()) };
+                columns.push(def.ok_or_else(not_plain)?)
             }
             pg_sys::NodeTag::T_Constraint if key.is_empty() => {
-                key = primary_key(element as *mut pg_sys::Constraint).ok_or_else(not_plain)?
+                // SAFETY: as above.
+                key = unsafe { primary_key(element.cast()) }.ok_or_else(not_plain)?
             }
             _ => return Err(not_plain()),
         }
@@ -409,66 +423,93 @@ unsafe fn definition(node: *mut pg_sys::Node) -> Result<Definition, String> {
     }
     Ok(Definition {
         schema,
-        name: text((*rel).relname),
+        // SAFETY: as for `schemaname`; the parser always sets `relname`.
+        name: unsafe { utf8_ptr((*rel).relname) },
         columns,
         key,
     })
 }
 
 /// A column with a name, a type and at most a collation; its type as this node has it.
+///
+/// # Safety
+/// `def` is a ColumnDef of a raw parse tree; runs in a transaction (catalog lookups).
 unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
-    let type_name = (*def).typeName;
-    let plain = !(*def).colname.is_null()
-        && !type_name.is_null()
-        && !(*type_name).setof
-        && !(*type_name).pct_type
-        && (*def).constraints.is_null()
-        && (*def).raw_default.is_null()
-        && (*def).cooked_default.is_null()
-        && (*def).identity == 0
-        && (*def).generated == 0
-        && (*def).fdwoptions.is_null()
-        && (*def).compression.is_null()
-        && (*def).storage == 0;
+    // SAFETY: the caller's promise; `typeName` is NULL or the parser's TypeName.
+    let (type_name, plain) = unsafe {
+        let type_name = (*def).typeName;
+        let plain = !(*def).colname.is_null()
+            && !type_name.is_null()
+            && !(*type_name).setof
+            && !(*type_name).pct_type
+            && (*def).constraints.is_null()
+            && (*def).raw_default.is_null()
+            && (*def).cooked_default.is_null()
+            && (*def).identity == 0
+            && (*def).generated == 0
+            && (*def).fdwoptions.is_null()
+            && (*def).compression.is_null()
+            && (*def).storage == 0;
+        (type_name, plain)
+    };
     if !plain {
         return None;
     }
+    // SAFETY: the parser's column name, checked above.
+    let name = unsafe { utf8_ptr((*def).colname) };
     let mut typmod = -1;
-    let found = pg_sys::LookupTypeName(std::ptr::null_mut(), type_name, &mut typmod, true);
-    let written = text(pg_sys::TypeNameToString(type_name));
+    // SAFETY: a plain TypeName of the tree, looked up in the caller's transaction (missing_ok:
+    // NULL for a type missing here); TypeNameToString gives a palloc'd string.
+    let (found, written) = unsafe {
+        let found = pg_sys::LookupTypeName(std::ptr::null_mut(), type_name, &mut typmod, true);
+        (found, utf8_ptr(pg_sys::TypeNameToString(type_name)))
+    };
     let (sql_type, substituted) = if found.is_null() {
         let why = format!(
             "column {} is text: type {written} does not exist here",
-            quote(&text((*def).colname))
+            quote(&name)
         );
         ("pg_catalog.text".to_string(), Some(why))
     } else {
-        let type_id = pg_sys::typeTypeId(found);
-        pg_sys::ReleaseSysCache(found);
         let flags = (pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN | pg_sys::FORMAT_TYPE_FORCE_QUALIFY) as u16;
-        let mut sql = text(pg_sys::format_type_extended(type_id, typmod, flags));
-        let collation = (*def).collClause;
+        // SAFETY: `found` is the syscache tuple LookupTypeName pinned for us, released once its
+        // OID is read; format_type_extended gives a palloc'd string.
+        let mut sql = unsafe {
+            let type_id = pg_sys::typeTypeId(found);
+            pg_sys::ReleaseSysCache(found);
+            utf8_ptr(pg_sys::format_type_extended(type_id, typmod, flags))
+        };
+        // SAFETY: the caller's promise; `collClause` is NULL or the parser's CollateClause.
+        let collation = unsafe { (*def).collClause };
         if !collation.is_null() {
-            let oid = pg_sys::get_collation_oid((*collation).collname, true);
-            if oid != pg_sys::InvalidOid {
-                sql.push_str(&format!(
-                    " COLLATE {}",
-                    text(pg_sys::generate_collation_name(oid))
-                ));
+            // SAFETY: the collation's name list from the tree (missing_ok: InvalidOid for one
+            // missing here); generate_collation_name gives a palloc'd string.
+            unsafe {
+                let oid = pg_sys::get_collation_oid((*collation).collname, true);
+                if oid != pg_sys::InvalidOid {
+                    sql.push_str(&format!(
+                        " COLLATE {}",
+                        utf8_ptr(pg_sys::generate_collation_name(oid))
+                    ));
+                }
             }
         }
         (sql, None)
     };
     Some(Column {
-        name: text((*def).colname),
+        name,
         sql_type,
         substituted,
     })
 }
 
 /// `PRIMARY KEY (columns)` and nothing else.
+///
+/// # Safety
+/// `constraint` is a Constraint of a raw parse tree.
 unsafe fn primary_key(constraint: *mut pg_sys::Constraint) -> Option<Vec<String>> {
-    let c = &*constraint;
+    // SAFETY: the caller's promise; the tree is not changed while `c` is borrowed.
+    let c = unsafe { &*constraint };
     let plain = c.contype == pg_sys::ConstrType::CONSTR_PRIMARY
         && c.conname.is_null()
         && c.including.is_null()
@@ -480,13 +521,17 @@ unsafe fn primary_key(constraint: *mut pg_sys::Constraint) -> Option<Vec<String>
     if !plain {
         return None;
     }
-    let keys: Option<Vec<String>> = PgList::<pg_sys::Node>::from_pg(c.keys)
-        .iter_ptr()
-        .map(|k| {
-            ((*k).type_ == pg_sys::NodeTag::T_String)
-                .then(|| text((*(k as *mut pg_sys::String)).sval))
-        })
-        .collect();
+    // SAFETY: a PRIMARY KEY's `keys` is the parser's List of String nodes (each checked by its
+    // tag all the same), their values NUL-terminated.
+    let keys: Option<Vec<String>> = unsafe {
+        PgList::<pg_sys::Node>::from_pg(c.keys)
+            .iter_ptr()
+            .map(|k| {
+                ((*k).type_ == pg_sys::NodeTag::T_String)
+                    .then(|| utf8_ptr((*k.cast::<pg_sys::String>()).sval))
+            })
+            .collect()
+    };
     keys.filter(|k| !k.is_empty())
 }
 

@@ -80,7 +80,8 @@ fn require_utf8_database() {
     // SAFETY: reads the backend's fixed database encoding.
     let encoding = unsafe { pg_sys::GetDatabaseEncoding() };
     if encoding != pg_sys::pg_enc::PG_UTF8 as i32 {
-        // SAFETY: the name of a valid encoding, a static string.
+        // SAFETY: the name of a valid encoding, a static string. Not converted: PostgreSQL's
+        // encoding names are ASCII.
         let name = unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) };
         ereport!(
             ERROR,

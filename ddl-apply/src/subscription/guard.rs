@@ -39,11 +39,16 @@ pub(crate) fn define_setting() {
 /// # Safety
 /// `node` is the utility statement about to run, inside a transaction.
 pub(super) unsafe fn check(node: *mut pg_sys::Node) {
-    if ALLOW.get() || pg_sys::replorigin_session_origin != 0 || pg_sys::creating_extension {
+    if ALLOW.get()
+        // SAFETY: backend globals, which only this backend writes.
+        || unsafe { pg_sys::replorigin_session_origin != 0 || pg_sys::creating_extension }
+    {
         return;
     }
-    let relids = relations(node);
-    if relids.is_empty() || !super::extension_exists() {
+    // SAFETY: the caller's promise.
+    let relids = unsafe { relations(node) };
+    // SAFETY: a statement that changes a table runs in a transaction that can read catalogs.
+    if relids.is_empty() || !unsafe { super::extension_exists() } {
         return;
     }
     let Some((subscription, table)) = protected(relids) else {
@@ -101,36 +106,49 @@ fn protected(relids: Vec<pg_sys::Oid>) -> Option<(String, String)> {
 
 /// The tables a statement changes the definition of (those that exist: a missing one is
 /// PostgreSQL's error to give). Indexes stand for their tables.
+///
+/// # Safety
+/// `node` is NULL or the tree of a utility statement; in a transaction.
 unsafe fn relations(node: *mut pg_sys::Node) -> Vec<pg_sys::Oid> {
     if node.is_null() {
         return Vec::new();
     }
     use pg_sys::NodeTag as T;
-    let range_vars: Vec<*mut pg_sys::RangeVar> = match (*node).type_ {
-        T::T_AlterTableStmt => vec![(*node.cast::<pg_sys::AlterTableStmt>()).relation],
-        T::T_RenameStmt => vec![(*node.cast::<pg_sys::RenameStmt>()).relation],
-        T::T_AlterObjectSchemaStmt => {
-            vec![(*node.cast::<pg_sys::AlterObjectSchemaStmt>()).relation]
+    // SAFETY: the caller's promise: a statement's tree, whose tag says which it is; each
+    // field read is that statement's RangeVar (NULL filtered below).
+    let range_vars: Vec<*mut pg_sys::RangeVar> = unsafe {
+        match (*node).type_ {
+            T::T_AlterTableStmt => vec![(*node.cast::<pg_sys::AlterTableStmt>()).relation],
+            T::T_RenameStmt => vec![(*node.cast::<pg_sys::RenameStmt>()).relation],
+            T::T_AlterObjectSchemaStmt => {
+                vec![(*node.cast::<pg_sys::AlterObjectSchemaStmt>()).relation]
+            }
+            T::T_IndexStmt => vec![(*node.cast::<pg_sys::IndexStmt>()).relation],
+            T::T_CreateTrigStmt => vec![(*node.cast::<pg_sys::CreateTrigStmt>()).relation],
+            T::T_RuleStmt => vec![(*node.cast::<pg_sys::RuleStmt>()).relation],
+            T::T_CreatePolicyStmt => vec![(*node.cast::<pg_sys::CreatePolicyStmt>()).table],
+            T::T_AlterPolicyStmt => vec![(*node.cast::<pg_sys::AlterPolicyStmt>()).table],
+            T::T_DropStmt => dropped(node.cast()),
+            _ => return Vec::new(),
         }
-        T::T_IndexStmt => vec![(*node.cast::<pg_sys::IndexStmt>()).relation],
-        T::T_CreateTrigStmt => vec![(*node.cast::<pg_sys::CreateTrigStmt>()).relation],
-        T::T_RuleStmt => vec![(*node.cast::<pg_sys::RuleStmt>()).relation],
-        T::T_CreatePolicyStmt => vec![(*node.cast::<pg_sys::CreatePolicyStmt>()).table],
-        T::T_AlterPolicyStmt => vec![(*node.cast::<pg_sys::AlterPolicyStmt>()).table],
-        T::T_DropStmt => dropped(node.cast()),
-        _ => return Vec::new(),
     };
     range_vars
         .into_iter()
         .filter(|rv| !rv.is_null())
         .filter_map(|rv| {
-            let relid = relation_oid(rv)?;
-            match pg_sys::get_rel_relkind(relid) as u8 {
-                0 => None,
-                pg_sys::RELKIND_INDEX | pg_sys::RELKIND_PARTITIONED_INDEX => {
-                    Some(pg_sys::IndexGetRelation(relid, true)).filter(|r| *r != pg_sys::InvalidOid)
+            // SAFETY: a RangeVar of the statement (or made from its names), resolved without a
+            // lock in the caller's transaction; then syscache lookups by OID, which answer
+            // 0 / InvalidOid for a relation dropped meanwhile.
+            unsafe {
+                let relid = relation_oid(rv)?;
+                match pg_sys::get_rel_relkind(relid) as u8 {
+                    0 => None,
+                    pg_sys::RELKIND_INDEX | pg_sys::RELKIND_PARTITIONED_INDEX => {
+                        Some(pg_sys::IndexGetRelation(relid, true))
+                            .filter(|r| *r != pg_sys::InvalidOid)
+                    }
+                    _ => Some(relid),
                 }
-                _ => Some(relid),
             }
         })
         .collect()
@@ -138,19 +156,27 @@ unsafe fn relations(node: *mut pg_sys::Node) -> Vec<pg_sys::Oid> {
 
 /// The relations of a DROP of tables or indexes, or of what hangs off a table (the name list
 /// without its last element names the table).
+///
+/// # Safety
+/// `stmt` is a DropStmt's tree; in a transaction (the RangeVars are made in the current memory
+/// context).
 unsafe fn dropped(stmt: *mut pg_sys::DropStmt) -> Vec<*mut pg_sys::RangeVar> {
     use pg_sys::ObjectType as O;
-    let whole = match (*stmt).removeType {
+    // SAFETY: the caller's promise.
+    let (remove_type, objects) = unsafe { ((*stmt).removeType, (*stmt).objects) };
+    let whole = match remove_type {
         O::OBJECT_TABLE | O::OBJECT_INDEX => true,
         O::OBJECT_TRIGGER | O::OBJECT_RULE | O::OBJECT_POLICY => false,
         _ => return Vec::new(),
     };
-    PgList::<pg_sys::List>::from_pg((*stmt).objects)
+    // SAFETY: for these object types, `objects` is a List of name Lists (of String nodes).
+    let objects = unsafe { PgList::<pg_sys::List>::from_pg(objects) };
+    objects
         .iter_ptr()
         .filter_map(|names| {
-            let mut names = PgList::<pg_sys::String>::from_pg(names)
-                .iter_ptr()
-                .collect::<Vec<_>>();
+            // SAFETY: as above, one name List.
+            let names = unsafe { PgList::<pg_sys::String>::from_pg(names) };
+            let mut names = names.iter_ptr().collect::<Vec<_>>();
             if !whole {
                 names.pop()?;
             }
@@ -161,7 +187,9 @@ unsafe fn dropped(stmt: *mut pg_sys::DropStmt) -> Vec<*mut pg_sys::RangeVar> {
             for name in names {
                 list.push(name);
             }
-            Some(pg_sys::makeRangeVarFromNameList(list.into_pg()))
+            // SAFETY: a List of the statement's String nodes, qualified name first, as the
+            // parser makes for a DROP; the RangeVar is palloc'd in the current context.
+            Some(unsafe { pg_sys::makeRangeVarFromNameList(list.into_pg()) })
         })
         .collect()
 }

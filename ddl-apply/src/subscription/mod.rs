@@ -33,6 +33,7 @@ mod strict;
 
 pub(crate) use guard::define_setting;
 
+use ddl_server::text::utf8_ptr;
 use ddl_server::utility::{Before, StatementStack, UtilityCall};
 use options::Request;
 use pgrx::pg_sys;
@@ -58,8 +59,11 @@ const TWO_PHASE_ENABLED: std::ffi::c_char = b'e' as std::ffi::c_char;
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub(crate) unsafe fn install_hook() {
-    forget_aborted_statements();
-    install_process_utility();
+    // SAFETY: the caller's promise: once per process, from `_PG_init`, as both ask.
+    unsafe {
+        forget_aborted_statements();
+        install_process_utility();
+    }
 }
 
 ddl_server::process_utility_hook!(fn install_process_utility, before, after);
@@ -76,12 +80,21 @@ thread_local! {
 
 /// Takes our options out of a subscription statement and checks what must be checked before
 /// PostgreSQL runs it; for any other statement, the local-DDL guard.
+///
+/// # Safety
+/// Called by the hook `process_utility_hook!` defines, with the arguments PostgreSQL gave it.
 #[pg_guard]
 unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
-    let call = &mut *call;
-    let Some(request) = options::take(call.pstmt, call.read_only_tree) else {
-        let node = (*call.pstmt).utilityStmt;
-        guard::check(node);
+    // SAFETY: the caller's promise: the hook's own UtilityCall, on its stack for this call.
+    let call = unsafe { &mut *call };
+    // SAFETY: `pstmt` and its flag are those ProcessUtility was given.
+    let request = unsafe { options::take(call.pstmt, call.read_only_tree) };
+    let Some(request) = request else {
+        // SAFETY: as above; a utility PlannedStmt's `utilityStmt` is the statement about to
+        // run, in its transaction.
+        let node = unsafe { (*call.pstmt).utilityStmt };
+        // SAFETY: as above.
+        unsafe { guard::check(node) };
         let depth = PENDING.with_borrow_mut(|p| {
             p.push(Pending {
                 node,
@@ -92,16 +105,23 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     };
     if request.create.as_ref().is_some_and(|c| c.create_slot) {
         // PostgreSQL's own check, which create_slot = false turned off.
-        pg_sys::PreventInTransactionBlock(
-            call.top_level(),
-            c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
-        );
+        // SAFETY: the call CreateSubscription makes, from the statement's own context.
+        unsafe {
+            pg_sys::PreventInTransactionBlock(
+                call.top_level(),
+                c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
+            )
+        };
     }
     if let Some(create) = request.create.as_ref() {
         // Before PostgreSQL creates it: a missing table is then one line of our list, not
         // PostgreSQL's first error. Only for whom PostgreSQL will let create it (superusers on
         // PostgreSQL 15): nobody else makes the server connect anywhere.
-        if request.schema_mode == Some(config::STRICT) && create.connect && pg_sys::superuser() {
+        if request.schema_mode == Some(config::STRICT)
+            && create.connect
+            // SAFETY: reads the current user's catalog row, in the statement's transaction.
+            && unsafe { pg_sys::superuser() }
+        {
             let publisher = connect(&create.conninfo, &request.subscription);
             strict::check(
                 &publisher,
@@ -115,7 +135,8 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     call.pstmt = request.pstmt;
     call.read_only_tree = false;
     let run = request.run_statement;
-    let node = (*call.pstmt).utilityStmt;
+    // SAFETY: `request.pstmt` is the statement given, or the copy `take` made of it.
+    let node = unsafe { (*call.pstmt).utilityStmt };
     let depth = PENDING.with_borrow_mut(|p| {
         p.push(Pending {
             node,
@@ -127,6 +148,10 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
 
 /// Stores our options of a subscription statement once PostgreSQL ran it, or follows up
 /// another statement.
+///
+/// # Safety
+/// Called by the hook `process_utility_hook!` defines, once the statement ran, with the depth
+/// `before` gave.
 #[pg_guard]
 unsafe extern "C-unwind" fn after(depth: usize) {
     let Some(pending) = PENDING.with_borrow_mut(|p| p.take(depth)) else {
@@ -134,7 +159,9 @@ unsafe extern "C-unwind" fn after(depth: usize) {
     };
     match pending.request {
         Some(request) => finish(&request),
-        None => after_other(pending.node),
+        // SAFETY: the entry `before` pushed for this statement, which just ran without an
+        // ERROR: its tree is still the caller's, in the statement's transaction.
+        None => unsafe { after_other(pending.node) },
     }
 }
 
@@ -143,7 +170,9 @@ unsafe extern "C-unwind" fn after(depth: usize) {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub(crate) unsafe fn forget_aborted_statements() {
-    ddl_server::xact::at_end(|end| PENDING.with_borrow_mut(|p| p.forget(end)));
+    // SAFETY: the caller's promise (from `_PG_init`); the listener only drops entries of a
+    // thread-local stack, which raises no ERROR.
+    unsafe { ddl_server::xact::at_end(|end| PENDING.with_borrow_mut(|p| p.forget(end))) };
 }
 
 fn connect(conninfo: &str, name: &str) -> Publisher {
@@ -173,26 +202,44 @@ fn check_strict(subid: pg_sys::Oid, name: &str) {
     strict::check(&publisher, name, &catalog.publications, Some(subid));
 }
 
-/// Whether the extension exists in this database. Only for a subscription statement or a DDL
-/// statement (the guard): others include ROLLBACK of a failed transaction, where no catalog
-/// may be read.
+/// Whether the extension exists in this database.
+///
+/// # Safety
+/// In a transaction that can read catalogs: only for a subscription statement or a DDL
+/// statement (the guard), as others include ROLLBACK of a failed transaction.
 unsafe fn extension_exists() -> bool {
-    pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid
+    // SAFETY: the caller's promise; missing_ok, so a missing extension is an answer.
+    unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) != pg_sys::InvalidOid }
 }
 
 /// After a statement without our options.
+///
+/// # Safety
+/// `node` is NULL or the utility statement that just ran, still in its transaction.
 unsafe fn after_other(node: *mut pg_sys::Node) {
     if node.is_null() {
         return;
     }
-    match (*node).type_ {
-        pg_sys::NodeTag::T_DropSubscriptionStmt if extension_exists() => config::forget_dropped(),
+    // SAFETY: the caller's promise: a statement's tree, whose tag says which it is.
+    let tag = unsafe { (*node).type_ };
+    match tag {
+        // SAFETY: a subscription statement that ran (so its transaction can read catalogs).
+        pg_sys::NodeTag::T_DropSubscriptionStmt if unsafe { extension_exists() } => {
+            config::forget_dropped()
+        }
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
             use pg_sys::AlterSubscriptionType::*;
-            let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
-            if (*stmt).kind == ALTER_SUBSCRIPTION_ENABLED && extension_exists() {
+            // SAFETY: the tag says AlterSubscriptionStmt; the parser always sets `subname`.
+            let (kind, name) = unsafe {
+                let stmt = node.cast::<pg_sys::AlterSubscriptionStmt>();
+                ((*stmt).kind, (*stmt).subname)
+            };
+            // SAFETY: as for DROP SUBSCRIPTION.
+            let exists = || unsafe { extension_exists() };
+            if kind == ALTER_SUBSCRIPTION_ENABLED && exists() {
                 // PostgreSQL enabled it in this transaction; an ERROR takes that back.
-                let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
+                // SAFETY: the statement's NUL-terminated name (see above).
+                let name = unsafe { utf8_ptr(name) };
                 let subid = config::subscription_oid(&name);
                 if config::is_strict(subid) {
                     check_strict(subid, &name);
@@ -201,16 +248,17 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
             }
             // Only these may add relations to pg_subscription_rel.
             if !matches!(
-                (*stmt).kind,
+                kind,
                 ALTER_SUBSCRIPTION_REFRESH
                     | ALTER_SUBSCRIPTION_SET_PUBLICATION
                     | ALTER_SUBSCRIPTION_ADD_PUBLICATION
                     | ALTER_SUBSCRIPTION_DROP_PUBLICATION
-            ) || !extension_exists()
+            ) || !exists()
             {
                 return;
             }
-            let name = std::ffi::CStr::from_ptr((*stmt).subname).to_string_lossy();
+            // SAFETY: as above.
+            let name = unsafe { utf8_ptr(name) };
             let subid = config::subscription_oid(&name);
             if config::is_configured(subid) {
                 config::own_tables_in_subscription(subid);
@@ -261,7 +309,7 @@ fn report(level: PgLogLevel, code: PgSqlErrorCode, message: String, detail: Stri
 }
 
 /// Stores the configuration, then does on the publisher what the statement asks for.
-unsafe fn finish(request: &Request) {
+fn finish(request: &Request) {
     let subid = config::store(
         &request.subscription,
         config::Change {
@@ -289,7 +337,11 @@ unsafe fn finish(request: &Request) {
                 let two_phase = create.two_phase && !create.copy_data && catalog.relations > 0;
                 publisher.create_slot(slot, two_phase);
                 if two_phase {
-                    pg_guard_ffi_boundary(|| UpdateTwoPhaseState(subid, TWO_PHASE_ENABLED));
+                    // SAFETY: the subscription PostgreSQL created in this transaction; its
+                    // catalog row is updated as the apply worker would once tables are ready.
+                    unsafe {
+                        pg_guard_ffi_boundary(|| UpdateTwoPhaseState(subid, TWO_PHASE_ENABLED))
+                    };
                 }
                 notice!("created replication slot \"{slot}\" on publisher");
             } else {

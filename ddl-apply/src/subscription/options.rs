@@ -43,24 +43,30 @@ pub(super) struct Request {
 }
 
 /// The options list and name of a CREATE SUBSCRIPTION or an ALTER SUBSCRIPTION ... SET (...).
+///
+/// # Safety
+/// `node` is NULL or a utility statement's tree; the pointers returned point into it.
 unsafe fn options_of(
     node: *mut pg_sys::Node,
 ) -> Option<(*mut *mut pg_sys::List, *mut c_char, bool)> {
     if node.is_null() {
         return None;
     }
-    match (*node).type_ {
+    // SAFETY: the caller's promise: a statement's tree, whose tag says which it is.
+    let tag = unsafe { (*node).type_ };
+    match tag {
         pg_sys::NodeTag::T_CreateSubscriptionStmt => {
-            let stmt = node as *mut pg_sys::CreateSubscriptionStmt;
-            Some((&mut (*stmt).options, (*stmt).subname, true))
+            let stmt = node.cast::<pg_sys::CreateSubscriptionStmt>();
+            // SAFETY: the tag says CreateSubscriptionStmt.
+            Some(unsafe { (&raw mut (*stmt).options, (*stmt).subname, true) })
         }
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
-            let stmt = node as *mut pg_sys::AlterSubscriptionStmt;
-            ((*stmt).kind == pg_sys::AlterSubscriptionType::ALTER_SUBSCRIPTION_OPTIONS).then_some((
-                &mut (*stmt).options,
-                (*stmt).subname,
-                false,
-            ))
+            let stmt = node.cast::<pg_sys::AlterSubscriptionStmt>();
+            // SAFETY: the tag says AlterSubscriptionStmt.
+            unsafe {
+                ((*stmt).kind == pg_sys::AlterSubscriptionType::ALTER_SUBSCRIPTION_OPTIONS)
+                    .then_some((&raw mut (*stmt).options, (*stmt).subname, false))
+            }
         }
         _ => None,
     }
@@ -68,8 +74,13 @@ unsafe fn options_of(
 
 use ddl_server::options::{bool_value, find, string_value};
 
+/// The boolean option `name` of `options`, if it is there.
+///
+/// # Safety
+/// `options` is a statement's list of `DefElem`s (or NIL); in a backend.
 unsafe fn bool_option(options: *mut pg_sys::List, name: &str) -> Option<bool> {
-    find(options, name).map(|def| bool_value(def))
+    // SAFETY: the caller's promise; `def` is one of that list.
+    unsafe { find(options, name).map(|def| bool_value(def)) }
 }
 
 fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
@@ -87,20 +98,29 @@ const OURS: [&str; 4] = ["ddl", "ddl_conflict", "schema_mode", "ddl_fallback_rol
 /// validating them; `None` when the statement has none.
 ///
 /// # Safety
-/// `pstmt` is the statement ProcessUtility was given.
+/// `pstmt` is the statement ProcessUtility was given, `read_only_tree` its flag.
 pub(super) unsafe fn take(
     pstmt: *mut pg_sys::PlannedStmt,
     read_only_tree: bool,
 ) -> Option<Request> {
-    let (options, _, is_create) = options_of((*pstmt).utilityStmt)?;
-    let ddl = find(*options, "ddl");
-    let conflict = find(*options, "ddl_conflict");
-    let mode = find(*options, "schema_mode");
-    let fallback = find(*options, "ddl_fallback_role");
+    // SAFETY: the caller's promise: a utility PlannedStmt, whose `utilityStmt` is the
+    // statement; `*options` is its list of DefElems.
+    let (ddl, conflict, mode, fallback, is_create) = unsafe {
+        let (options, _, is_create) = options_of((*pstmt).utilityStmt)?;
+        (
+            find(*options, "ddl"),
+            find(*options, "ddl_conflict"),
+            find(*options, "schema_mode"),
+            find(*options, "ddl_fallback_role"),
+            is_create,
+        )
+    };
     if ddl.is_none() && conflict.is_none() && mode.is_none() && fallback.is_none() {
         return None;
     }
-    let ddl_text = ddl.map(|def| string_value(def));
+    // SAFETY: every `def` below is one `find` just gave, a DefElem of the statement.
+    let string = |def| unsafe { string_value(def) };
+    let ddl_text = ddl.map(string);
     let kinds = ddl_text
         .as_deref()
         .map(|text| DdlKinds::parse(text).unwrap_or_else(|e| invalid("ddl", e)));
@@ -108,12 +128,13 @@ pub(super) unsafe fn take(
         text.split(',')
             .any(|t| t.trim().eq_ignore_ascii_case("all"))
     });
-    let conflict = conflict.map(|def| {
-        conflict_policy(&string_value(def)).unwrap_or_else(|e| invalid("ddl_conflict", e))
-    });
-    let mode = mode
-        .map(|def| schema_mode(&string_value(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
-    if pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) == pg_sys::InvalidOid {
+    let conflict = conflict
+        .map(|def| conflict_policy(&string(def)).unwrap_or_else(|e| invalid("ddl_conflict", e)));
+    let mode =
+        mode.map(|def| schema_mode(&string(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
+    // SAFETY: a syscache lookup in the statement's transaction; missing_ok, so a missing
+    // extension is an answer.
+    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
         let parameter = match (&kinds, conflict, mode) {
             (Some(_), _, _) => "ddl",
             (None, Some(_), _) => "ddl_conflict",
@@ -129,9 +150,8 @@ pub(super) unsafe fn take(
     }
     // Read only once the extension is known to exist (its catalog lookups need nothing of it,
     // but the error above is the clearer one).
-    let fallback = fallback.map(|def| {
-        fallback_role(&string_value(def)).unwrap_or_else(|e| invalid("ddl_fallback_role", e))
-    });
+    let fallback = fallback
+        .map(|def| fallback_role(&string(def)).unwrap_or_else(|e| invalid("ddl_fallback_role", e)));
     if is_create && kinds.is_none() {
         let parameter = match (conflict, mode) {
             (Some(_), _) => "ddl_conflict",
@@ -144,19 +164,31 @@ pub(super) unsafe fn take(
             format!("subscription parameter \"{parameter}\" requires \"ddl\"")
         );
     }
-    let pstmt = ddl_server::options::writable(pstmt, read_only_tree);
-    let (options, subname, _) = options_of((*pstmt).utilityStmt)?;
-    for name in OURS {
-        ddl_server::options::remove(options, name);
-    }
+    // SAFETY: the caller's promise; from here on the statement is `writable`'s, a tree we may
+    // change (the original, or a copy of a read-only one), of the same type as above.
+    let (pstmt, options, subname) = unsafe {
+        let pstmt = ddl_server::options::writable(pstmt, read_only_tree);
+        let (options, subname, _) = options_of((*pstmt).utilityStmt)?;
+        for name in OURS {
+            ddl_server::options::remove(options, name);
+        }
+        (pstmt, options, subname)
+    };
     let create = is_create.then(|| {
-        let stmt = (*pstmt).utilityStmt as *mut pg_sys::CreateSubscriptionStmt;
-        plan_create(options, stmt)
+        // SAFETY: as above, a CREATE SUBSCRIPTION, and `options` points to its list.
+        unsafe { plan_create(options, (*pstmt).utilityStmt.cast()) }
     });
+    // SAFETY: as above; `subname` is the statement's NUL-terminated name.
+    let (run_statement, subscription) = unsafe {
+        (
+            is_create || !(*options).is_null(),
+            ddl_server::text::utf8_ptr(subname),
+        )
+    };
     Some(Request {
         pstmt,
-        run_statement: is_create || !(*options).is_null(),
-        subscription: ddl_server::text::utf8_ptr(subname),
+        run_statement,
+        subscription,
         kinds,
         all,
         conflict,
@@ -169,36 +201,64 @@ pub(super) unsafe fn take(
 /// Reads the options that decide about the slot, as PostgreSQL will, and when PostgreSQL would
 /// create the slot (with plugin pgoutput, the only one PostgreSQL 15 asks for), tells it not to:
 /// we create it with `ddl_pgoutput` after the subscription exists.
+///
+/// # Safety
+/// `stmt` is a CreateSubscriptionStmt this backend may change, and `options` points to its
+/// `options`; in a transaction.
 unsafe fn plan_create(
     options: *mut *mut pg_sys::List,
     stmt: *mut pg_sys::CreateSubscriptionStmt,
 ) -> Create {
-    let connect = bool_option(*options, "connect").unwrap_or(true);
-    let create_slot_def = find(*options, "create_slot");
-    let create_slot = create_slot_def.map_or(connect, |def| bool_value(def));
-    // slot_name = NONE with create_slot is PostgreSQL's error to give: leave it the options.
-    let no_slot = find(*options, "slot_name").is_some_and(|def| string_value(def) == "none");
+    // SAFETY: the caller's promise: `*options` is the statement's DefElem list, and `def` one
+    // of it.
+    let (connect, create_slot_def, create_slot, no_slot) = unsafe {
+        let connect = bool_option(*options, "connect").unwrap_or(true);
+        let create_slot_def = find(*options, "create_slot");
+        let create_slot = create_slot_def.map_or(connect, |def| bool_value(def));
+        // slot_name = NONE with create_slot is PostgreSQL's error to give: leave it the options.
+        let no_slot = find(*options, "slot_name").is_some_and(|def| string_value(def) == "none");
+        (connect, create_slot_def, create_slot, no_slot)
+    };
     let ours = connect && create_slot && !no_slot;
     if ours {
-        if let Some(def) = create_slot_def {
-            *options = pg_sys::list_delete_ptr(*options, def.cast());
+        // SAFETY: as above; the list is ours to change, and the DefElem replacing `create_slot`
+        // is made in the current memory context, as the parser makes the statement's.
+        unsafe {
+            if let Some(def) = create_slot_def {
+                *options = pg_sys::list_delete_ptr(*options, def.cast());
+            }
+            let off = pg_sys::makeDefElem(
+                pg_sys::pstrdup(c"create_slot".as_ptr()),
+                pg_sys::makeString(pg_sys::pstrdup(c"false".as_ptr())).cast(),
+                -1,
+            );
+            *options = pg_sys::lappend(*options, off.cast());
         }
-        let off = pg_sys::makeDefElem(
-            pg_sys::pstrdup(c"create_slot".as_ptr()),
-            pg_sys::makeString(pg_sys::pstrdup(c"false".as_ptr())).cast(),
-            -1,
-        );
-        *options = pg_sys::lappend(*options, off.cast());
     }
+    // SAFETY: as above.
+    let (two_phase, copy_data) = unsafe {
+        (
+            bool_option(*options, "two_phase").unwrap_or(false),
+            bool_option(*options, "copy_data").unwrap_or(true),
+        )
+    };
+    // SAFETY: the caller's promise: the parser always sets `conninfo` and `publication`, a
+    // List of String nodes; the strings are NUL-terminated.
+    let (conninfo, publications) = unsafe {
+        (
+            ddl_server::text::utf8_ptr((*stmt).conninfo),
+            PgList::<pg_sys::String>::from_pg((*stmt).publication)
+                .iter_ptr()
+                .map(|name| ddl_server::text::utf8_ptr((*name).sval))
+                .collect(),
+        )
+    };
     Create {
         connect,
         create_slot: ours,
-        two_phase: bool_option(*options, "two_phase").unwrap_or(false),
-        copy_data: bool_option(*options, "copy_data").unwrap_or(true),
-        conninfo: ddl_server::text::utf8_ptr((*stmt).conninfo),
-        publications: PgList::<pg_sys::String>::from_pg((*stmt).publication)
-            .iter_ptr()
-            .map(|name| ddl_server::text::utf8_ptr((*name).sval))
-            .collect(),
+        two_phase,
+        copy_data,
+        conninfo,
+        publications,
     }
 }

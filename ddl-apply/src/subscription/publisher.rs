@@ -5,6 +5,7 @@
 use ddl_filter::DdlKinds;
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use std::ffi::{CStr, CString};
 
@@ -15,6 +16,19 @@ pub(super) const PLUGIN: &str = "ddl_pgoutput";
 pub(super) struct Publisher {
     conn: *mut pg_sys::WalReceiverConn,
     functions: &'static pg_sys::WalReceiverFunctionsType,
+}
+
+/// What the publisher answered to a command it did not run: its SQLSTATE (packed, as
+/// `WalRcvExecResult` carries it) and message.
+pub(super) struct Refused {
+    sqlstate: i32,
+    message: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 fn c_string(text: &str) -> CString {
@@ -30,7 +44,9 @@ fn c_string(text: &str) -> CString {
 /// `'text'` as an SQL literal, quoted by PostgreSQL (escapes and backslashes included).
 pub(super) fn literal(text: &str) -> String {
     let text = c_string(text);
-    // SAFETY: a NUL-terminated string; the result is palloc'd in the current context.
+    // SAFETY: a NUL-terminated string; the result is palloc'd in the current context. Not
+    // converted from the database encoding: quote_literal_cstr only adds quotes (and an `E`)
+    // around, and doubles quotes and backslashes in, the bytes it was given, our UTF-8.
     unsafe { CStr::from_ptr(pg_sys::quote_literal_cstr(text.as_ptr())) }
         .to_string_lossy()
         .into_owned()
@@ -42,27 +58,36 @@ impl Publisher {
     pub(super) fn connect(conninfo: &str, subscription: &str) -> Result<Publisher, String> {
         let conninfo = c_string(conninfo);
         let appname = c_string(subscription);
-        // SAFETY: loading the library sets WalReceiverFunctions (PostgreSQL does the same); the
-        // function pointers are raw C, so they are guarded.
-        unsafe {
+        // SAFETY: loading the library sets WalReceiverFunctions, as for PostgreSQL's own
+        // CREATE SUBSCRIPTION; a library is never unloaded, so the functions stay.
+        let functions: Option<&'static pg_sys::WalReceiverFunctionsType> = unsafe {
             pg_sys::load_file(c"libpqwalreceiver".as_ptr(), false);
-            let functions = pg_sys::WalReceiverFunctions.as_ref().unwrap_or_else(|| {
-                error!("ddl_sync: libpqwalreceiver did not register its functions")
+            pg_sys::WalReceiverFunctions.as_ref()
+        };
+        let functions = functions
+            .unwrap_or_else(|| error!("ddl_sync: libpqwalreceiver did not register its functions"));
+        let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
+        // SAFETY: libpqwalreceiver's connect, with NUL-terminated strings; raw C, so guarded
+        // (its ERROR is raised again as ours).
+        let conn = unsafe {
+            pg_guard_ffi_boundary(|| {
+                ddl_server::versions::walrcv_connect(
+                    functions,
+                    conninfo.as_ptr(),
+                    appname.as_ptr(),
+                    &mut err,
+                )
+            })
+        };
+        if conn.is_null() {
+            return Err(if err.is_null() {
+                "unknown error".to_owned()
+            } else {
+                // SAFETY: libpqwalreceiver's palloc'd, NUL-terminated message.
+                unsafe { ddl_server::text::utf8_ptr(err) }
             });
-            let connect = functions.walrcv_connect.expect("walrcv_connect");
-            let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
-            let conn = pg_guard_ffi_boundary(|| {
-                connect(conninfo.as_ptr(), true, appname.as_ptr(), &mut err)
-            });
-            if conn.is_null() {
-                return Err(if err.is_null() {
-                    "unknown error".to_owned()
-                } else {
-                    CStr::from_ptr(err).to_string_lossy().into_owned()
-                });
-            }
-            Ok(Publisher { conn, functions })
         }
+        Ok(Publisher { conn, functions })
     }
 
     /// Runs `command` (SQL or a replication command) that returns `columns` columns; the first
@@ -72,7 +97,7 @@ impl Publisher {
         &self,
         command: &str,
         columns: usize,
-    ) -> Result<Option<Option<String>>, String> {
+    ) -> Result<Option<Option<String>>, Refused> {
         Ok(self
             .rows(command, columns)?
             .into_iter()
@@ -86,25 +111,36 @@ impl Publisher {
         &self,
         command: &str,
         columns: usize,
-    ) -> Result<Vec<Vec<Option<String>>>, String> {
+    ) -> Result<Vec<Vec<Option<String>>>, Refused> {
         let command = c_string(command);
         let types = vec![pg_sys::TEXTOID; columns];
         let exec = self.functions.walrcv_exec.expect("walrcv_exec");
-        // SAFETY: a live connection; the result and slot are freed before returning (an ERROR
-        // in between leaves them to the memory context, as PostgreSQL's own callers do).
-        unsafe {
-            let res = pg_guard_ffi_boundary(|| {
+        // SAFETY: a live connection (open until drop), a NUL-terminated command and one type
+        // per column; raw C, so guarded (its ERROR is raised again as ours).
+        let res = unsafe {
+            pg_guard_ffi_boundary(|| {
                 exec(self.conn, command.as_ptr(), columns as i32, types.as_ptr())
-            });
+            })
+        };
+        // SAFETY: walrcv_exec's result, cleared here or below (an ERROR in between leaves it to
+        // the memory context, as PostgreSQL's own callers do); `err` is NULL or its
+        // NUL-terminated message.
+        unsafe {
             if (*res).status != pg_sys::WalRcvExecStatus::WALRCV_OK_TUPLES {
-                let err = if (*res).err.is_null() {
+                let message = if (*res).err.is_null() {
                     "unexpected result".to_owned()
                 } else {
-                    CStr::from_ptr((*res).err).to_string_lossy().into_owned()
+                    ddl_server::text::utf8_ptr((*res).err)
                 };
+                let sqlstate = (*res).sqlstate;
                 pg_sys::walrcv_clear_result(res);
-                return Err(err);
+                return Err(Refused { sqlstate, message });
             }
+        }
+        // SAFETY: a result with tuples: its descriptor and store (of `columns` text columns,
+        // converted to this database's encoding by the connection) are read through one slot,
+        // dropped before the result is cleared.
+        unsafe {
             let slot =
                 pg_sys::MakeSingleTupleTableSlot((*res).tupledesc, &pg_sys::TTSOpsMinimalTuple);
             let mut rows = Vec::new();
@@ -114,9 +150,9 @@ impl Publisher {
                         let mut isnull = false;
                         let datum = pg_sys::slot_getattr(slot, at, &mut isnull);
                         (!isnull).then(|| {
-                            CStr::from_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr()))
-                                .to_string_lossy()
-                                .into_owned()
+                            ddl_server::text::utf8_ptr(pg_sys::text_to_cstring(
+                                datum.cast_mut_ptr(),
+                            ))
                         })
                     })
                     .collect();
@@ -189,7 +225,29 @@ impl Publisher {
             if two_phase { ", TWO_PHASE" } else { "" }
         );
         // slot_name, consistent_point, snapshot_name, output_plugin
-        if let Err(e) = self.first_value(&command, 4) {
+        let Err(e) = self.first_value(&command, 4) else {
+            return;
+        };
+        // Servers updated since August 2026 load only the output plugins that
+        // output_plugin_libraries lists; the refusal is this SQLSTATE, and nothing else about
+        // creating a slot on a replication connection (which already has REPLICATION) is.
+        if e.sqlstate == PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE as i32 {
+            ErrorReport::new(
+                PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                format!(
+                    "the publisher does not allow output plugin \"{PLUGIN}\" for slot \"{slot}\""
+                ),
+                "ddl_sync",
+            )
+            .set_detail(format!("The publisher said: {}", e.message.trim_end()))
+            .set_hint(format!(
+                "On the publisher, add {PLUGIN} to output_plugin_libraries (PostgreSQL 15.19, \
+                 16.15, 17.11, 18.6 and later), keeping the plugins it lists, e.g. \
+                 output_plugin_libraries = 'pgoutput, test_decoding, {PLUGIN}', and reload \
+                 its configuration."
+            ))
+            .report(PgLogLevel::ERROR);
+        } else {
             ereport!(
                 ERROR,
                 PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,

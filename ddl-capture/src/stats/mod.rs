@@ -79,6 +79,7 @@ impl Default for Stats {
     }
 }
 
+// SAFETY: a name no other segment uses (ddl_sync.so's is "ddl_sync replay errors").
 static STATS: PgLwLock<Stats> = unsafe { PgLwLock::new(c"ddl_sync publication statistics") };
 
 /// Places the statistics in shared memory; does nothing unless the library is being preloaded.
@@ -86,8 +87,11 @@ static STATS: PgLwLock<Stats> = unsafe { PgLwLock::new(c"ddl_sync publication st
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn init() {
-    if ddl_server::shmem::preload(&STATS) {
-        pending::follow_transactions();
+    // SAFETY: the caller's promise.
+    unsafe {
+        if ddl_server::shmem::preload(&STATS) {
+            pending::follow_transactions();
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! every message type that writes itself with the crate's `write_*` functions and checks a
 //! parsed message field by field, and generators of valid message sequences.
 //!
-//! Each test binary uses a different part of this module.
+//! Each test binary uses a different part of this module. ddl-dump's tests include it too
+//! (`#[path]`, for the PRNG), and read the fixtures next to it.
 #![allow(dead_code)]
 
 use ddl_wire::*;

@@ -2,11 +2,10 @@
 //! fetched once into a cache directory, with its C test library built against the installed
 //! server headers.
 //!
-//! The source comes through apt with a private state directory (`-o Dir::State::Lists`, `-o
-//! Dir::Etc::SourceParts`): deb-src entries are derived from the machine's own apt sources at
-//! run time, so no mirror is written down here and the machine's apt configuration is left as
-//! it was.
+//! The source comes through apt with deb-src entries derived from the machine's own
+//! ([`ddl_testkit::debian_source`]).
 
+use ddl_testkit::debian_source::AptSources;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -66,111 +65,11 @@ impl Suite {
     }
 }
 
-/// Downloads the source package into `home/download` and unpacks it (Debian's patches applied)
-/// into `home/source`.
+/// Downloads the source package and unpacks it (Debian's patches applied) into `home/source`.
 fn fetch_source(home: &Path, package: &str, version: &str) -> Result<(), String> {
-    let apt = home.join("apt");
-    let parts = apt.join("sources.list.d");
-    let lists = apt.join("lists");
-    for dir in [&parts, &lists.join("partial"), &home.join("download")] {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let sources = deb_src_entries()?;
-    if sources.is_empty() {
-        return Err("the machine's apt sources have no deb entries to derive deb-src from".into());
-    }
-    for (name, text) in &sources {
-        std::fs::write(parts.join(name), text)
-            .map_err(|e| format!("cannot write {}: {e}", parts.display()))?;
-    }
-    let private = |cmd: &mut Command| {
-        cmd.arg("-q")
-            .arg(format!("-oDir::State::Lists={}", lists.display()))
-            .arg("-oDir::Etc::SourceList=/dev/null")
-            .arg(format!("-oDir::Etc::SourceParts={}", parts.display()));
-    };
-    let mut update = Command::new("apt-get");
-    private(&mut update);
-    run(update.arg("update"))?;
-    let mut download = Command::new("apt-get");
-    private(&mut download);
-    run(download
-        .args(["source", "--download-only", &format!("{package}={version}")])
-        .current_dir(home.join("download")))?;
-    let dsc = std::fs::read_dir(home.join("download"))
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "dsc"))
-        .ok_or_else(|| format!("apt-get source {package}={version} gave no .dsc"))?;
-    let source = home.join("source");
-    let _ = std::fs::remove_dir_all(&source);
-    run(Command::new("dpkg-source").arg("-x").arg(&dsc).arg(&source))
-}
-
-/// deb-src twins of the machine's enabled `deb` entries, as (file name, contents): deb822
-/// `.sources` files get `Types: deb-src`, one-line `.list` files `deb-src` lines.
-fn deb_src_entries() -> Result<Vec<(String, String)>, String> {
-    let mut files = vec![PathBuf::from("/etc/apt/sources.list")];
-    if let Ok(dir) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        let mut found: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        found.sort();
-        files.extend(found);
-    }
-    let mut out = Vec::new();
-    for (i, path) in files.iter().enumerate() {
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let derived = if name.ends_with(".sources") {
-            deb822_src(&text)
-        } else if name.ends_with(".list") {
-            text.lines()
-                .filter_map(|l| l.trim_start().strip_prefix("deb "))
-                .map(|rest| format!("deb-src {rest}\n"))
-                .collect()
-        } else {
-            continue;
-        };
-        if !derived.is_empty() {
-            let ext = if name.ends_with(".sources") {
-                "sources"
-            } else {
-                "list"
-            };
-            out.push((format!("{i:02}-src.{ext}"), derived));
-        }
-    }
-    Ok(out)
-}
-
-/// The stanzas of a deb822 file whose `Types` include `deb`, as `deb-src` stanzas.
-fn deb822_src(text: &str) -> String {
-    let mut out = String::new();
-    for stanza in text.split("\n\n") {
-        let fields: Vec<&str> = stanza.lines().filter(|l| !l.starts_with('#')).collect();
-        let value = |name: &str| {
-            fields
-                .iter()
-                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
-                .map(str::trim)
-        };
-        let is_deb = value("Types").is_some_and(|t| t.split_whitespace().any(|t| t == "deb"));
-        if !is_deb || value("Enabled") == Some("no") {
-            continue;
-        }
-        for line in &fields {
-            if line.starts_with("Types:") {
-                out.push_str("Types: deb-src\n");
-            } else {
-                out.push_str(line);
-                out.push('\n');
-            }
-        }
-        out.push('\n');
-    }
-    out
+    let apt = AptSources::update(&home.join("apt"), None).map_err(|e| e.to_string())?;
+    apt.unpack(package, version, &home.join("source"))
+        .map_err(|e| e.to_string())
 }
 
 /// Builds `regress.so` with PGXS into the suite's lib directory and links the server's

@@ -1,7 +1,7 @@
 //! Reading a `ddl_pgoutput` stream written by pg_recvlogical: its DDL events, and what is left
 //! without them (which must be pgoutput's own output).
 
-use super::Result;
+use crate::Result;
 use ddl_wire::{
     EventsRelation, Message, ProtocolContext, RecvlogicalReader, Streaming, BEGIN_TAG, COMMIT_TAG,
 };

@@ -29,14 +29,12 @@
 //! cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]
 //! ```
 
-use super::migration::{describe_schema, Migration};
-use super::procfs::{foreign_note, quiet_check, Foreign, Watch};
-use super::{
-    check_release_installed, median, percentile, pgbench, pgbench_figure, pgbench_spawn, positive,
-    rounds_note, spread, verdict, write_section, Machine,
+use crate::migration::{describe_schema, Migration};
+use crate::procfs::{foreign_note, quiet_check, Foreign, Watch};
+use crate::{
+    check_release_installed, median, options, percentile, pgbench, pgbench_figure, pgbench_spawn,
+    rounds_note, spread, verdict, write_section, Machine, Result,
 };
-use crate::install::{install, Profile};
-use crate::Result;
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::cell::Cell;
 use std::io::{Read, Write};
@@ -69,28 +67,25 @@ const APPLY_TIMEOUT_S: u32 = 300;
 const RETRY_INTERVAL: &str = "100ms";
 
 pub fn run(args: &[&str]) -> Result {
-    let mut runs = 8;
-    let mut statements = 1000;
-    let mut seconds = 20;
-    let mut rate = 200;
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        match arg {
-            "--runs" => runs = positive(args.next(), "--runs", USAGE)?,
-            "--statements" => statements = positive(args.next(), "--statements", USAGE)?,
-            "--seconds" => seconds = positive(args.next(), "--seconds", USAGE)?,
-            "--rate" => rate = positive(args.next(), "--rate", USAGE)?,
-            _ => return Err(USAGE.to_string()),
-        }
-    }
+    let (mut runs, mut statements, mut seconds, mut rate) = (8, 1000, 20, 200);
+    options(
+        args,
+        USAGE,
+        &mut [
+            ("--runs", &mut runs),
+            ("--statements", &mut statements),
+            ("--seconds", &mut seconds),
+            ("--rate", &mut rate),
+        ],
+        &mut [],
+    )?;
     if seconds < 8 {
         return Err(format!("--seconds must be at least 8\n{USAGE}"));
     }
 
-    // Release builds are what users run; `install` also makes sure PostgreSQL is there.
-    install(Profile::Release)?;
+    // Release builds are what users run: `cargo xtask bench` installed them (checked below).
     let pair = Pair::start()?;
-    check_release_installed()?;
+    check_release_installed(&pair.publisher)?;
     let server = pair.publisher_sql("SELECT version()")?;
     let idle = quiet_check()?;
     let watch = Watch::start(&[&pair.publisher, &pair.subscriber])?;

@@ -7,8 +7,8 @@
 //! `as_bytes`). Its higher layer (`PgOutputDecoder`, events with column names) is not timed: that
 //! is more than parsing, and the other two have no such layer.
 
-use crate::capture::Capture;
-use crate::work::Work;
+use crate::wire::capture::Capture;
+use crate::wire::work::Work;
 use pg_walstream::{LogicalReplicationMessage, LogicalReplicationParser, TupleData};
 use std::hint::black_box;
 

@@ -6,8 +6,8 @@
 //! (`InsertBody::tuple`, `UpdateBody::{key_tuple, old_tuple, new_tuple}`,
 //! `DeleteBody::{key_tuple, old_tuple}`), which yield `TupleValue`s borrowed from the message.
 
-use crate::capture::{Capture, Protocol};
-use crate::work::Work;
+use crate::wire::capture::{Capture, Protocol};
+use crate::wire::work::Work;
 use ddl_wire::{
     FramedReader, Message, ProtocolContext, StreamDecoder, Streaming, TupleData, TupleValue,
 };

@@ -9,8 +9,8 @@ mod wire;
 
 pub use wire::framed_messages;
 
-use crate::capture::{Capture, Protocol};
-use crate::work::Work;
+use crate::wire::capture::{Capture, Protocol};
+use crate::wire::work::Work;
 
 /// A parser under test.
 pub struct Parser {

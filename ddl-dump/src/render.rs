@@ -8,6 +8,9 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+
 use ddl_wire::{
     message_type_name, DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags,
     RelationBody, TupleData, TupleValue, RECORD_PREFIX,
@@ -16,7 +19,7 @@ use ddl_wire::{
 use crate::show;
 
 /// The output format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// One compact line per message for a human reader.
     Text,
@@ -77,16 +80,17 @@ enum V<'a> {
     Columns(Vec<ColumnView>),
     Tuple(Vec<(String, TupleValue<'a>)>),
     Names(Vec<String>),
-    /// A nested object (JSON only).
-    Object(Vec<(&'static str, V<'a>)>),
     /// Left out of the text line.
     JsonOnly(Box<V<'a>>),
     /// Left out of JSON.
     TextOnly(Box<V<'a>>),
 }
 
+/// A column of a Relation message; in JSON an object with these members, in this order.
+#[derive(Serialize)]
 struct ColumnView {
     name: String,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     type_name: Option<String>,
     type_oid: u32,
     type_modifier: i32,
@@ -533,7 +537,7 @@ fn text_line(
 
 fn text_field(out: &mut String, key: &str, value: &V<'_>) {
     match value {
-        V::Flag(false) | V::JsonOnly(_) | V::Object(_) => return,
+        V::Flag(false) | V::JsonOnly(_) => return,
         V::TextOnly(v) => return text_field(out, key, v),
         V::Flag(true) => {
             out.push(' ');
@@ -609,7 +613,7 @@ fn text_field(out: &mut String, key: &str, value: &V<'_>) {
             }
             out.push(')');
         }
-        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::TextOnly(_) | V::Object(_) => {}
+        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::TextOnly(_) => {}
     }
 }
 
@@ -702,44 +706,110 @@ fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
 // ---------------------------------------------------------------------------------------------
 // JSON
 
-/// Writes one JSON object's members.
-struct Object<'o> {
-    out: &'o mut String,
-    empty: bool,
+/// One message as a JSON object: where it is, its type, its fields in order, its DDL.
+struct JsonLine<'r, 'a> {
+    at: At,
+    tag: u8,
+    name: &'r str,
+    fields: &'r Fields<'a>,
+    ddl: Option<&'r Ddl<'a>>,
+    warning: Option<&'r str>,
 }
 
-impl<'o> Object<'o> {
-    fn open(out: &'o mut String) -> Object<'o> {
-        out.push('{');
-        Object { out, empty: true }
-    }
-
-    /// Starts a member; the caller writes its value.
-    fn key(&mut self, key: &str) -> &mut String {
-        if !self.empty {
-            self.out.push(',');
+impl Serialize for JsonLine<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("offset", &self.at.offset)?;
+        map.serialize_entry("number", &self.at.number)?;
+        map.serialize_entry("tag", &char::from(self.tag))?;
+        map.serialize_entry("type", self.name)?;
+        for (key, value) in self.fields {
+            member(&mut map, key, value)?;
         }
-        self.empty = false;
-        show::push_json_string(self.out, key);
-        self.out.push(':');
-        self.out
+        if let Some(ddl) = self.ddl {
+            map.serialize_entry("ddl", &Members(&ddl_fields(ddl)))?;
+        }
+        if let Some(warning) = self.warning {
+            map.serialize_entry("warning", warning)?;
+        }
+        map.end()
     }
+}
 
-    fn string(&mut self, key: &str, value: &str) {
-        show::push_json_string(self.key(key), value);
-    }
+/// Fields as the members of a JSON object, in order.
+struct Members<'f, 'a>(&'f [(&'static str, V<'a>)]);
 
-    fn number(&mut self, key: &str, value: impl std::fmt::Display) {
-        let _ = write!(self.key(key), "{value}");
+impl Serialize for Members<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.0 {
+            member(&mut map, key, value)?;
+        }
+        map.end()
     }
+}
 
-    fn bool(&mut self, key: &str, value: bool) {
-        self.key(key).push_str(if value { "true" } else { "false" });
+/// One field as a member, if JSON shows it: data that is not UTF-8 goes in `KEY_hex`.
+fn member<M: SerializeMap>(map: &mut M, key: &str, value: &V<'_>) -> Result<(), M::Error> {
+    match value {
+        V::TextOnly(_) => Ok(()),
+        V::JsonOnly(v) => member(map, key, v),
+        V::Data(bytes) => match std::str::from_utf8(bytes) {
+            Ok(s) => map.serialize_entry(key, s),
+            Err(_) => map.serialize_entry(&format!("{key}_hex"), &show::hex(bytes)),
+        },
+        v => map.serialize_entry(key, v),
     }
+}
 
-    fn close(self) {
-        self.out.push('}');
+/// A field's value (see [`member`] for the fields that change their key or are left out).
+impl Serialize for V<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            V::Num(n) => serializer.serialize_u64(*n),
+            V::Lsn(lsn) => serializer.serialize_str(&show::lsn(*lsn)),
+            V::Time(t) => serializer.serialize_str(&show::timestamp(*t)),
+            V::Flag(b) => serializer.serialize_bool(*b),
+            V::Name(s) | V::Bare(s) => serializer.serialize_str(s),
+            V::Data(bytes) => serializer.serialize_str(&String::from_utf8_lossy(bytes)),
+            V::Char(c) => serializer.serialize_str(&String::from_utf8_lossy(&[*c])),
+            V::Columns(columns) => columns.serialize(serializer),
+            V::Tuple(values) => {
+                serializer.collect_map(values.iter().map(|(name, value)| (name, JsonValue(value))))
+            }
+            V::Names(names) => names.serialize(serializer),
+            V::JsonOnly(v) => v.serialize(serializer),
+            V::TextOnly(_) => serializer.serialize_unit(),
+        }
     }
+}
+
+/// A tuple value: a string, `null`, or an object saying what else it is.
+struct JsonValue<'v, 'a>(&'v TupleValue<'a>);
+
+impl Serialize for JsonValue<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            TupleValue::Null => serializer.serialize_none(),
+            TupleValue::Text(bytes) => match std::str::from_utf8(bytes) {
+                Ok(s) => serializer.serialize_str(s),
+                Err(_) => single(serializer, "text_hex", &show::hex(bytes)),
+            },
+            TupleValue::Binary(bytes) => single(serializer, "binary", &show::hex(bytes)),
+            TupleValue::UnchangedToast => single(serializer, "unchanged_toast", &true),
+        }
+    }
+}
+
+/// `{"KEY": VALUE}`.
+fn single<S: Serializer, T: Serialize + ?Sized>(
+    serializer: S,
+    key: &str,
+    value: &T,
+) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(Some(1))?;
+    map.serialize_entry(key, value)?;
+    map.end()
 }
 
 fn json_line(
@@ -750,104 +820,16 @@ fn json_line(
     ddl: Option<&Ddl<'_>>,
     warning: Option<&str>,
 ) -> String {
-    let mut out = String::with_capacity(256);
-    let mut o = Object::open(&mut out);
-    o.number("offset", at.offset);
-    o.number("number", at.number);
-    o.string("tag", &char::from(tag).to_string());
-    o.string("type", name);
-    for (key, value) in fields {
-        json_field(&mut o, key, value);
-    }
-    if let Some(ddl) = ddl {
-        json_field(&mut o, "ddl", &V::Object(ddl_fields(ddl)));
-    }
-    if let Some(warning) = warning {
-        o.string("warning", warning);
-    }
-    o.close();
-    out
-}
-
-fn json_field(o: &mut Object<'_>, key: &str, value: &V<'_>) {
-    match value {
-        V::Num(n) => o.number(key, n),
-        V::Lsn(lsn) => o.string(key, &show::lsn(*lsn)),
-        V::Time(t) => o.string(key, &show::timestamp(*t)),
-        V::Flag(b) => o.bool(key, *b),
-        V::Name(s) | V::Bare(s) => o.string(key, s),
-        V::Data(bytes) => match std::str::from_utf8(bytes) {
-            Ok(s) => o.string(key, s),
-            Err(_) => o.string(&format!("{key}_hex"), &show::hex(bytes)),
-        },
-        V::Char(c) => o.string(key, &String::from_utf8_lossy(&[*c])),
-        V::Columns(columns) => {
-            let out = o.key(key);
-            out.push('[');
-            for (i, c) in columns.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let mut col = Object::open(out);
-                col.string("name", &c.name);
-                if let Some(name) = &c.type_name {
-                    col.string("type", name);
-                }
-                col.number("type_oid", c.type_oid);
-                col.number("type_modifier", c.type_modifier);
-                col.bool("key", c.key);
-                col.close();
-            }
-            out.push(']');
-        }
-        V::Tuple(values) => {
-            let mut tuple = Object::open(o.key(key));
-            for (name, value) in values {
-                match value {
-                    TupleValue::Null => tuple.key(name).push_str("null"),
-                    TupleValue::Text(bytes) => match std::str::from_utf8(bytes) {
-                        Ok(s) => tuple.string(name, s),
-                        Err(_) => {
-                            let mut v = Object::open(tuple.key(name));
-                            v.string("text_hex", &show::hex(bytes));
-                            v.close();
-                        }
-                    },
-                    TupleValue::Binary(bytes) => {
-                        let mut v = Object::open(tuple.key(name));
-                        v.string("binary", &show::hex(bytes));
-                        v.close();
-                    }
-                    TupleValue::UnchangedToast => {
-                        let mut v = Object::open(tuple.key(name));
-                        v.bool("unchanged_toast", true);
-                        v.close();
-                    }
-                }
-            }
-            tuple.close();
-        }
-        V::Names(names) => {
-            let out = o.key(key);
-            out.push('[');
-            for (i, name) in names.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                show::push_json_string(out, name);
-            }
-            out.push(']');
-        }
-        V::Object(members) => {
-            let mut inner = Object::open(o.key(key));
-            for (k, v) in members {
-                json_field(&mut inner, k, v);
-            }
-            inner.close();
-        }
-        V::JsonOnly(v) => json_field(o, key, v),
-        V::TextOnly(_) => {}
-    }
+    let line = JsonLine {
+        at,
+        tag,
+        name,
+        fields,
+        ddl,
+        warning,
+    };
+    // Only map keys that are not strings fail, and every key here is a string.
+    serde_json::to_string(&line).expect("a message always serializes to JSON")
 }
 
 /// Every field of the DDL, for JSON.
@@ -908,5 +890,54 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("tables", s(r.tables)),
             ("settings", s(r.settings)),
         ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON that ddl-dump has always written: compact, members in order, strings with only
+    /// the escapes RFC 8259 requires (plus `\b` and `\f`, `\u00XX` in lowercase), data that is
+    /// not UTF-8 as `KEY_hex`, and a tuple value that is not text as an object saying what it is.
+    #[test]
+    fn json_members_keep_their_order_and_escapes() {
+        let fields: Fields<'_> = vec![
+            ("s", V::Name("a\"b\\c\n\u{1}\u{8}\u{c}\u{7f}é".into())),
+            ("n", V::Num(u64::MAX)),
+            ("b", V::Data(b"\xff")),
+            ("text", V::TextOnly(Box::new(V::Num(2)))),
+            ("json", V::JsonOnly(Box::new(V::Flag(false)))),
+            (
+                "columns",
+                V::Columns(vec![ColumnView {
+                    name: "v".into(),
+                    type_name: None,
+                    type_oid: 16_385,
+                    type_modifier: -1,
+                    key: false,
+                }]),
+            ),
+            (
+                "new",
+                V::Tuple(vec![
+                    ("x".into(), TupleValue::Null),
+                    ("y".into(), TupleValue::Text(b"\xfe")),
+                    ("a".into(), TupleValue::Binary(b"\x01")),
+                    ("w".into(), TupleValue::UnchangedToast),
+                ]),
+            ),
+        ];
+        assert_eq!(
+            serde_json::to_string(&Members(&fields)).unwrap(),
+            concat!(
+                r#"{"s":"a\"b\\c\n\u0001\b\f"#,
+                "\u{7f}é\",",
+                r#""n":18446744073709551615,"b_hex":"\\xff","json":false,"#,
+                r#""columns":[{"name":"v","type_oid":16385,"type_modifier":-1,"key":false}],"#,
+                r#""new":{"x":null,"y":{"text_hex":"\\xfe"},"a":{"binary":"\\x01"},"#,
+                r#""w":{"unchanged_toast":true}}}"#
+            )
+        );
     }
 }

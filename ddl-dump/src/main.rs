@@ -12,30 +12,25 @@
 //! `--verify` found a message that does not re-encode to its bytes, 2 the input is cut short or
 //! invalid (or cannot be read, or pg_recvlogical failed), 64 usage.
 
-use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ExitCode, Stdio};
 
+use clap::Parser;
 use ddl_wire::{ProtocolContext, StreamDecoder, Streaming};
 
-#[path = "ddl-dump/follow.rs"]
 mod follow;
-#[path = "ddl-dump/render.rs"]
 mod render;
-#[path = "ddl-dump/show.rs"]
 mod show;
 
 use follow::Follow;
 use render::{At, Format, Printer};
 
-const USAGE: &str = "usage: ddl-dump [--proto-version N] [--streaming-parallel] \
-                     [--format text|json] [--verify] [FILE|-]
-       ddl-dump --follow CONNSTR --slot S --publication P [--option NAME=VALUE]... \
-                     [--endpos LSN] [--recvlogical PATH] [--proto-version N] ...";
+const ABOUT: &str = "Prints the pgoutput messages of a pg_recvlogical output file, one line per \
+                     message, with the DDL a ddl_pgoutput stream carries shown as DDL";
 
-const HELP: &str = "\
+const LONG_ABOUT: &str = "\
 Prints the pgoutput messages of a pg_recvlogical output file (each message followed by one
 '\\n'), one line per message. Inserts on ddl_sync.events and ddl_sync logical messages are shown
 as the DDL statements they carry.
@@ -44,177 +39,63 @@ Reads FILE, or standard input when FILE is '-' or missing, as it arrives:
   pg_recvlogical -d db --slot s --start -o proto_version=1 -o publication_names=p -f - | ddl-dump -
 or, with --follow, runs that pg_recvlogical itself (with --no-loop) until it ends or is
 interrupted:
-  ddl-dump --follow 'dbname=db host=h' --slot s --publication p
+  ddl-dump --follow 'dbname=db host=h' --slot s --publication p";
 
-Options:
-  --proto-version N     the proto_version the stream was started with (1 to 4, default 1);
-                        streaming is taken as 'on' from version 2
-  --streaming-parallel  the stream was started with streaming = parallel (proto_version 4)
-  --format text|json    one line of text (default), or one JSON object, per message
-  --verify              check that every message re-encodes to exactly its bytes
-  --follow CONNSTR      stream the slot of this database (a libpq connection string or name)
-  --slot S              the logical replication slot (plugin ddl_pgoutput or pgoutput)
-  --publication P       pgoutput's publication_names (repeat, or a comma-separated list)
-  --option NAME=VALUE   another pgoutput option, e.g. messages=true (repeatable)
-  --endpos LSN          stop once the stream reaches LSN, else run until interrupted
-  --recvlogical PATH    the pg_recvlogical to run (default: the one on PATH)
-  -h, --help            this help
-  -V, --version         the version
+const USAGE: &str = "ddl-dump [OPTIONS] [FILE|-]
+       ddl-dump --follow <CONNSTR> --slot <S> --publication <P> [OPTIONS]";
 
-Exit status: 0 done, 1 --verify found a difference, 2 the input is cut short, invalid or
-unreadable, or pg_recvlogical failed, 64 usage error.";
+const EXIT_STATUS: &str = "Exit status: 0 done, 1 --verify found a difference, 2 the input is \
+                           cut short, invalid or unreadable, or pg_recvlogical failed, 64 usage \
+                           error.";
 
 const EXIT_VERIFY: u8 = 1;
 const EXIT_INPUT: u8 = 2;
+/// BSD's EX_USAGE. Not clap's 2, which is [`EXIT_INPUT`] here.
 const EXIT_USAGE: u8 = 64;
 
 /// What the command line asks for.
-#[derive(Debug)]
+#[derive(Debug, Parser)]
+#[command(
+    name = "ddl-dump",
+    version,
+    about = ABOUT,
+    long_about = LONG_ABOUT,
+    override_usage = USAGE,
+    after_help = EXIT_STATUS
+)]
 struct Options {
+    /// The proto_version the stream was started with (1 to 4); streaming is taken as 'on' from
+    /// version 2
+    #[arg(long, value_name = "N", default_value_t = 1)]
     proto_version: u32,
-    parallel: bool,
+    /// The stream was started with streaming = parallel (proto_version 4)
+    #[arg(long)]
+    streaming_parallel: bool,
+    /// One line of text, or one JSON object, per message
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = Format::Text)]
     format: Format,
+    /// Check that every message re-encodes to exactly its bytes
+    #[arg(long)]
     verify: bool,
-    /// `None` for standard input.
-    path: Option<PathBuf>,
+    /// The pg_recvlogical output file; standard input when '-' or missing
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
     /// `--follow`: the slot to stream instead of a file.
-    follow: Option<Follow>,
+    #[command(flatten)]
+    follow: Follow,
 }
 
-#[derive(Debug)]
-enum Command {
-    Dump(Options),
-    Help,
-    Version,
-}
-
-fn parse_args(mut args: impl Iterator<Item = OsString>) -> Result<Command, String> {
-    let mut proto_version = None;
-    let mut parallel = false;
-    let mut format = None;
-    let mut verify = false;
-    let mut path: Option<Option<PathBuf>> = None;
-    let mut options_done = false;
-    let mut follow = Follow::default();
-    let mut following = false;
-    let mut follow_only = None;
-    while let Some(arg) = args.next() {
-        let text = arg.to_str();
-        if options_done || text == Some("-") || !text.is_some_and(|t| t.starts_with('-')) {
-            // A file name (possibly not UTF-8), or '-' for standard input.
-            if path.is_some() {
-                return Err(format!(
-                    "only one input file may be given, got a second: {}",
-                    arg.to_string_lossy()
-                ));
-            }
-            path = Some((text != Some("-")).then(|| PathBuf::from(arg)));
-            continue;
-        }
-        let text = text.unwrap_or_default();
-        let (name, inline) = match text.split_once('=') {
-            Some((name, value)) if name.starts_with("--") => (name, Some(value.to_owned())),
-            _ => (text, None),
-        };
-        let mut value = |what: &str| -> Result<String, String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => match args.next() {
-                    Some(v) => v
-                        .into_string()
-                        .map_err(|v| format!("{name}: {} is not {what}", v.to_string_lossy())),
-                    None => Err(format!("{name} needs a value ({what})")),
-                },
-            }
-        };
-        match name {
-            "--" if inline.is_none() => options_done = true,
-            "-h" | "--help" => return Ok(Command::Help),
-            "-V" | "--version" => return Ok(Command::Version),
-            "--proto-version" => {
-                let v = value("a protocol version")?;
-                let n = v
-                    .parse()
-                    .map_err(|_| format!("--proto-version: '{v}' is not a number"))?;
-                if proto_version.replace(n).is_some() {
-                    return Err("--proto-version given twice".into());
-                }
-            }
-            "--format" => {
-                let f = match value("text or json")?.as_str() {
-                    "text" => Format::Text,
-                    "json" => Format::Json,
-                    other => {
-                        return Err(format!("--format: '{other}' is not text or json"));
-                    }
-                };
-                if format.replace(f).is_some() {
-                    return Err("--format given twice".into());
-                }
-            }
-            "--follow" => {
-                follow.connstr = value("a connection string")?;
-                following = true;
-            }
-            "--slot" | "--endpos" | "--recvlogical" | "--publication" | "--option" => {
-                let v = value(match name {
-                    "--slot" => "a slot name",
-                    "--endpos" => "an LSN",
-                    "--recvlogical" => "a program",
-                    "--publication" => "a publication name",
-                    _ => "NAME=VALUE",
-                })?;
-                let once = match name {
-                    "--slot" => follow.slot.replace(v).is_none(),
-                    "--endpos" => follow.endpos.replace(v).is_none(),
-                    "--recvlogical" => follow.program.replace(v.into()).is_none(),
-                    "--publication" => {
-                        follow.publications.push(v);
-                        true
-                    }
-                    _ => {
-                        follow.options.push(v);
-                        true
-                    }
-                };
-                if !once {
-                    return Err(format!("{name} given twice"));
-                }
-                follow_only.get_or_insert(name.to_owned());
-            }
-            "--streaming-parallel" | "--verify" if inline.is_some() => {
-                return Err(format!("{name} takes no value"));
-            }
-            "--streaming-parallel" => parallel = true,
-            "--verify" => verify = true,
-            _ => return Err(format!("unknown option '{text}'")),
-        }
+impl Options {
+    /// The file to read; `None` for standard input.
+    fn input(&self) -> Option<&Path> {
+        self.file.as_deref().filter(|path| *path != Path::new("-"))
     }
-    let follow = if following {
-        follow.check()?;
-        if path.is_some() {
-            return Err("--follow reads the slot: no input file may be given".into());
-        }
-        Some(follow)
-    } else if let Some(name) = follow_only {
-        return Err(format!("{name} is an option of --follow"));
-    } else {
-        None
-    };
-    Ok(Command::Dump(Options {
-        proto_version: proto_version.unwrap_or(1),
-        parallel,
-        format: format.unwrap_or(Format::Text),
-        verify,
-        path: path.flatten(),
-        follow,
-    }))
 }
 
 /// The protocol context the options describe: `streaming = on` from version 2 (a stream that
 /// was started without it just never sends streaming messages), `parallel` when asked.
 fn context(options: &Options) -> Result<ProtocolContext, ddl_wire::Error> {
-    let streaming = if options.parallel {
+    let streaming = if options.streaming_parallel {
         Streaming::Parallel
     } else if options.proto_version >= 2 {
         Streaming::On
@@ -468,24 +349,16 @@ fn report(text: &str) {
 }
 
 fn main() -> ExitCode {
-    let options = match parse_args(std::env::args_os().skip(1)) {
-        Ok(Command::Dump(options)) => options,
-        Ok(Command::Help) => {
-            let _ = writeln!(io::stdout().lock(), "{USAGE}\n\n{HELP}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Command::Version) => {
-            let _ = writeln!(
-                io::stdout().lock(),
-                "ddl-dump (ddl-wire) {}",
-                env!("CARGO_PKG_VERSION")
-            );
-            return ExitCode::SUCCESS;
-        }
+    let options = match Options::try_parse() {
+        Ok(options) => options,
         Err(e) => {
-            report(&e);
-            let _ = writeln!(io::stderr().lock(), "{USAGE}");
-            return ExitCode::from(EXIT_USAGE);
+            // --help and --version come here too: they print to standard output and succeed.
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let ctx = match context(&options) {
@@ -496,9 +369,11 @@ fn main() -> ExitCode {
         }
     };
     let mut recvlogical = None;
-    let (name, mut input): (String, Box<dyn Read>) = match (&options.follow, &options.path) {
-        (Some(follow), _) => {
-            let mut cmd = follow.command(options.proto_version, options.parallel);
+    let follow = options
+        .follow
+        .command(options.proto_version, options.streaming_parallel);
+    let (name, mut input): (String, Box<dyn Read>) = match (follow, options.input()) {
+        (Some(mut cmd), _) => {
             let spawned = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).spawn();
             let mut child = match spawned {
                 Ok(child) => child,
@@ -595,45 +470,53 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Result<Command, String> {
-        parse_args(list.iter().map(OsString::from))
+    use clap::error::ErrorKind;
+    use clap::CommandFactory;
+
+    fn args(list: &[&str]) -> Result<Options, clap::Error> {
+        Options::try_parse_from(std::iter::once("ddl-dump").chain(list.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Options::command().debug_assert();
     }
 
     #[test]
     fn options_and_their_defaults() {
-        let Ok(Command::Dump(o)) = args(&[]) else {
-            panic!()
-        };
-        assert_eq!((o.proto_version, o.parallel, o.verify), (1, false, false));
-        assert_eq!((o.format, o.path), (Format::Text, None));
+        let o = args(&[]).unwrap();
+        assert_eq!(
+            (o.proto_version, o.streaming_parallel, o.verify),
+            (1, false, false)
+        );
+        assert_eq!((o.format, o.input()), (Format::Text, None));
+        assert!(o.follow.command(1, false).is_none());
 
-        let Ok(Command::Dump(o)) = args(&[
+        let o = args(&[
             "--proto-version",
             "4",
             "--streaming-parallel",
             "--format=json",
             "--verify",
             "f.bin",
-        ]) else {
-            panic!()
-        };
-        assert_eq!((o.proto_version, o.parallel, o.verify), (4, true, true));
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.proto_version, o.streaming_parallel, o.verify),
+            (4, true, true)
+        );
         assert_eq!(o.format, Format::Json);
-        assert_eq!(o.path, Some(PathBuf::from("f.bin")));
+        assert_eq!(o.input(), Some(Path::new("f.bin")));
         assert_eq!(context(&o).unwrap().streaming(), Streaming::Parallel);
 
-        let Ok(Command::Dump(o)) = args(&["--proto-version=2", "-"]) else {
-            panic!()
-        };
-        assert_eq!(o.path, None);
+        let o = args(&["--proto-version=2", "-"]).unwrap();
+        assert_eq!(o.input(), None);
         assert_eq!(context(&o).unwrap().streaming(), Streaming::On);
 
-        let Ok(Command::Dump(o)) = args(&["--", "--verify"]) else {
-            panic!()
-        };
-        assert_eq!(o.path, Some(PathBuf::from("--verify")));
+        let o = args(&["--", "--verify"]).unwrap();
+        assert_eq!(o.input(), Some(Path::new("--verify")));
 
-        let Ok(Command::Dump(o)) = args(&[
+        let o = args(&[
             "--follow",
             "dbname=db",
             "--slot=s",
@@ -643,52 +526,85 @@ mod tests {
             "--option",
             "messages=true",
             "--proto-version=2",
-        ]) else {
-            panic!()
-        };
-        let follow = o.follow.expect("--follow");
+        ])
+        .unwrap();
+        let follow = &o.follow;
         assert_eq!(
-            (follow.connstr.as_str(), follow.slot.as_deref()),
-            ("dbname=db", Some("s"))
+            (follow.connstr.as_deref(), follow.slot.as_deref()),
+            (Some("dbname=db"), Some("s"))
         );
         assert_eq!(follow.publications, ["p", "q"]);
         assert_eq!(follow.options, ["messages=true"]);
-        assert_eq!((o.path, o.proto_version), (None, 2));
+        assert_eq!((o.input(), o.proto_version), (None, 2));
     }
 
     #[test]
     fn usage_errors_say_what_is_wrong() {
-        for (list, expected) in [
-            (&["--bogus"][..], "unknown option '--bogus'"),
-            (&["--proto-version"][..], "needs a value"),
-            (&["--proto-version", "x"][..], "'x' is not a number"),
-            (&["--format", "xml"][..], "'xml' is not text or json"),
-            (&["a", "b"][..], "only one input file"),
-            (&["--verify=yes"][..], "takes no value"),
+        for (list, kind, expected) in [
+            (&["--bogus"][..], ErrorKind::UnknownArgument, "'--bogus'"),
+            (
+                &["--proto-version"][..],
+                ErrorKind::InvalidValue,
+                "a value is required",
+            ),
+            (
+                &["--proto-version", "x"][..],
+                ErrorKind::ValueValidation,
+                "'x'",
+            ),
+            (&["--format", "xml"][..], ErrorKind::InvalidValue, "'xml'"),
+            (&["a", "b"][..], ErrorKind::UnknownArgument, "'b'"),
+            (&["--verify=yes"][..], ErrorKind::TooManyValues, "'yes'"),
             (
                 &["--proto-version=1", "--proto-version=2"][..],
-                "given twice",
+                ErrorKind::ArgumentConflict,
+                "cannot be used multiple times",
             ),
-            (&["--slot", "s"][..], "--slot is an option of --follow"),
+            (
+                &["--slot", "s"][..],
+                ErrorKind::MissingRequiredArgument,
+                "--follow <CONNSTR>",
+            ),
             (
                 &["--follow", "db", "--publication", "p"][..],
-                "needs --slot",
+                ErrorKind::MissingRequiredArgument,
+                "--slot <S>",
+            ),
+            (
+                &["--follow", "db", "--slot", "s"][..],
+                ErrorKind::MissingRequiredArgument,
+                "--publication <P>",
             ),
             (
                 &["--follow", "db", "--slot", "s", "--publication=p", "f.bin"][..],
-                "no input file",
+                ErrorKind::ArgumentConflict,
+                "cannot be used with",
             ),
             (
                 &["--follow", "db", "--slot", "a", "--slot", "b"][..],
-                "given twice",
+                ErrorKind::ArgumentConflict,
+                "cannot be used multiple times",
+            ),
+            (
+                &[
+                    "--follow",
+                    "db",
+                    "--slot",
+                    "s",
+                    "--publication=p",
+                    "--option",
+                    "x",
+                ][..],
+                ErrorKind::ValueValidation,
+                "expected NAME=VALUE",
             ),
         ] {
             let err = args(list).unwrap_err();
-            assert!(err.contains(expected), "{list:?}: {err}");
+            let text = err.to_string();
+            assert_eq!(err.kind(), kind, "{list:?}: {text}");
+            assert!(text.contains(expected), "{list:?}: {text}");
         }
-        let Ok(Command::Dump(o)) = args(&["--streaming-parallel", "--proto-version=3"]) else {
-            panic!()
-        };
+        let o = args(&["--streaming-parallel", "--proto-version=3"]).unwrap();
         let err = context(&o).unwrap_err().to_string();
         assert!(err.contains("streaming = parallel, need 4"), "{err}");
     }

@@ -25,16 +25,14 @@
 //! cargo xtask bench decode [--runs N] [--transactions N]
 //! ```
 
-use super::events::split_events;
-use super::procfs::{
+use crate::events::split_events;
+use crate::procfs::{
     foreign_note, mapped_rss_kb, proc_cpu_ms, proc_status, quiet_check, Foreign, Status, Watch,
 };
-use super::{
-    bench_dir, check_release_installed, median, pgbench, pgbench_figure, positive, rounds_note,
-    spread, verdict, write_section, Machine,
+use crate::{
+    check_release_installed, median, options, pgbench, pgbench_figure, rounds_note, script_dir,
+    spread, verdict, write_section, Machine, Result,
 };
-use crate::install::{install, Profile};
-use crate::Result;
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::io::Read;
 use std::path::Path;
@@ -151,25 +149,17 @@ struct Sanity {
 }
 
 pub fn run(args: &[&str]) -> Result {
-    let mut runs = 6;
-    let mut transactions = 100_000;
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        match arg {
-            "--runs" => runs = positive(args.next(), "--runs", USAGE)?,
-            "--transactions" => transactions = positive(args.next(), "--transactions", USAGE)?,
-            _ => return Err(USAGE.to_string()),
-        }
-    }
+    let (mut runs, mut transactions) = (6, 100_000);
+    options(
+        args,
+        USAGE,
+        &mut [("--runs", &mut runs), ("--transactions", &mut transactions)],
+        &mut [],
+    )?;
     let per_client = transactions.div_ceil(PGBENCH_CLIENTS);
 
-    // Release builds are what users run; `install` also makes sure PostgreSQL is there.
-    install(Profile::Release)?;
-    let dir = bench_dir()?.join("decode");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let script = dir.join("ddl.sql");
-    std::fs::write(&script, DDL_SCRIPT)
-        .map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    // Release builds are what users run: `cargo xtask bench` installed them (checked below).
+    let (dir, script) = script_dir("decode", DDL_SCRIPT)?;
 
     let pg = ClusterBuilder::new()
         .name("bench-decode")
@@ -184,7 +174,7 @@ pub fn run(args: &[&str]) -> Result {
         .shared_preload_libraries(&["ddl_pgoutput"])
         .build()
         .map_err(|e| e.to_string())?;
-    check_release_installed()?;
+    check_release_installed(&pg)?;
     let sql = |sql: &str| pg.psql("postgres", sql).map_err(|e| e.to_string());
     let server = sql("SELECT version()")?;
     sql(&format!(

@@ -1,7 +1,7 @@
 //! What the benchmarks read from /proc: how busy the machine is and who else uses it, a
 //! process's CPU time and memory, and the CPU time of a cluster's server processes.
 
-use super::{median, Result};
+use crate::{median, Result};
 use ddl_testkit::Cluster;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

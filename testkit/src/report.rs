@@ -1,8 +1,9 @@
-//! Markdown reports that commands rewrite one section at a time (BENCHMARKS.md for `bench`,
-//! RELIABILITY.md for `reliability`), and the description of the machine the figures come from.
+//! Markdown reports that the tools rewrite one section at a time (BENCHMARKS.md for `cargo xtask
+//! bench`, RELIABILITY.md for `reliability`, FIDELITY.md for `regress`), and the description of
+//! the machine the figures come from.
 
-use crate::cmd::Cmd;
-use crate::{project_root, Result};
+use crate::cmd::Result;
+use crate::{workspace_root, Cmd};
 
 /// Where and when the figures were made.
 pub struct Machine {
@@ -14,6 +15,7 @@ pub struct Machine {
 }
 
 impl Machine {
+    /// This machine, now.
     pub fn describe() -> Machine {
         let date = Cmd::new("date")
             .args(["-u", "+%Y-%m-%d"])
@@ -51,7 +53,7 @@ impl Machine {
 /// Rewrites the level-2 section titled `heading` of `file` (at the workspace root) with
 /// `section`, keeping the other sections; a new file starts with `intro`.
 pub fn write_section(file: &str, intro: &str, heading: &str, section: &str) -> Result {
-    let path = project_root().join(file);
+    let path = workspace_root().join(file);
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     let old = if old.trim().is_empty() {
         intro.to_string()

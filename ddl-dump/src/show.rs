@@ -1,5 +1,5 @@
-//! How single values are written: LSNs and timestamps as PostgreSQL shows them, strings escaped
-//! so that a message always stays on one line, and JSON strings.
+//! How single values are written: LSNs and timestamps as PostgreSQL shows them, and strings
+//! escaped so that a message always stays on one line.
 
 use std::fmt::Write;
 
@@ -112,29 +112,6 @@ pub fn hex(bytes: &[u8]) -> String {
     out
 }
 
-/// Appends `s` as a JSON string (RFC 8259): quotes, backslashes and control characters are
-/// escaped, everything else is written as it is (the output is UTF-8).
-pub fn push_json_string(out: &mut String, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0C}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,12 +176,5 @@ mod tests {
         push_escaped(&mut s, b"\"$user\", public\n", false);
         assert_eq!(s, "\"$user\", public\\n");
         assert_eq!(hex(&[0, 0xab, 10]), "\\x00ab0a");
-    }
-
-    #[test]
-    fn json_strings_escape_what_rfc_8259_requires() {
-        let mut s = String::new();
-        push_json_string(&mut s, "a\"b\\c\n\u{1}\u{7f}é");
-        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\u{7f}é\"");
     }
 }

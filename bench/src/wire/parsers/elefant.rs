@@ -7,8 +7,8 @@
 //! A message it does not know comes back as `Unsupported`, which is an error here (the counts
 //! would otherwise differ silently).
 
-use crate::capture::{Capture, Protocol};
-use crate::work::Work;
+use crate::wire::capture::{Capture, Protocol};
+use crate::wire::work::Work;
 use elefant_client::replication::{
     parse_pgoutput_message, PgOutputMessage, TupleColumn, TupleData,
 };

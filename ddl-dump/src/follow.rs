@@ -5,50 +5,65 @@
 //! (`-f -`, one `\n` after each message), and `--no-loop`, so that a lost connection or a
 //! missing slot ends the dump with pg_recvlogical's error instead of retrying silently.
 
-use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Command;
 
 /// What `--follow` needs besides the dump's own options.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, clap::Args)]
+#[command(next_help_heading = "Following a live slot (runs pg_recvlogical)")]
 pub struct Follow {
-    /// The libpq connection string (`dbname=db host=...`) or database name, for `-d`.
-    pub connstr: String,
+    /// Stream the slot of this database (a libpq connection string or name, for
+    /// pg_recvlogical's -d) instead of reading FILE
+    #[arg(
+        long = "follow",
+        value_name = "CONNSTR",
+        requires_all = ["slot", "publications"],
+        conflicts_with = "file"
+    )]
+    pub connstr: Option<String>,
+    /// The logical replication slot (plugin ddl_pgoutput or pgoutput)
+    #[arg(long, value_name = "S", requires = "connstr")]
     pub slot: Option<String>,
-    /// `--publication`, each possibly a comma-separated list.
+    /// pgoutput's publication_names (repeat, or a comma-separated list)
+    #[arg(long = "publication", value_name = "P", requires = "connstr")]
     pub publications: Vec<String>,
-    /// `--option NAME=VALUE`, passed as `-o NAME=VALUE`.
+    /// Another pgoutput option, e.g. messages=true, passed as -o NAME=VALUE (repeatable)
+    #[arg(
+        long = "option",
+        value_name = "NAME=VALUE",
+        value_parser = name_value,
+        requires = "connstr"
+    )]
     pub options: Vec<String>,
-    /// Stop at this LSN (`--endpos`), else run until interrupted.
+    /// Stop once the stream reaches LSN, else run until interrupted
+    #[arg(long, value_name = "LSN", requires = "connstr")]
     pub endpos: Option<String>,
-    /// The program to run (`--recvlogical`), else `pg_recvlogical` from PATH.
-    pub program: Option<OsString>,
+    /// The pg_recvlogical to run (default: the one on PATH)
+    #[arg(long = "recvlogical", value_name = "PATH", requires = "connstr")]
+    pub program: Option<PathBuf>,
+}
+
+/// `--option`'s value, which pg_recvlogical's `-o` takes as `NAME=VALUE`.
+fn name_value(option: &str) -> Result<String, String> {
+    if option.contains('=') {
+        Ok(option.to_owned())
+    } else {
+        Err("expected NAME=VALUE".to_owned())
+    }
 }
 
 impl Follow {
-    /// What is missing for a follow, as a usage error.
-    pub fn check(&self) -> Result<(), String> {
-        if self.slot.is_none() {
-            return Err("--follow needs --slot".into());
-        }
-        if self.publications.is_empty() {
-            return Err("--follow needs --publication (pgoutput's publication_names)".into());
-        }
-        if let Some(bad) = self.options.iter().find(|o| !o.contains('=')) {
-            return Err(format!("--option: '{bad}' is not NAME=VALUE"));
-        }
-        Ok(())
-    }
-
     /// The pg_recvlogical command that streams the slot with `proto_version` (and `streaming =
-    /// parallel` when `parallel`) to standard output.
-    pub fn command(&self, proto_version: u32, parallel: bool) -> Command {
+    /// parallel` when `parallel`) to standard output; `None` without `--follow`.
+    pub fn command(&self, proto_version: u32, parallel: bool) -> Option<Command> {
+        let connstr = self.connstr.as_ref()?;
         let program = self
             .program
             .clone()
             .unwrap_or_else(|| "pg_recvlogical".into());
         let mut cmd = Command::new(program);
         cmd.arg("-d")
-            .arg(&self.connstr)
+            .arg(connstr)
             .arg("--slot")
             .arg(self.slot.as_deref().unwrap_or_default())
             .args(["--start", "--no-loop", "-f", "-"])
@@ -65,7 +80,7 @@ impl Follow {
         if let Some(endpos) = &self.endpos {
             cmd.arg("--endpos").arg(endpos);
         }
-        cmd
+        Some(cmd)
     }
 }
 
@@ -82,15 +97,14 @@ mod tests {
     #[test]
     fn runs_pg_recvlogical_with_what_the_dump_reads() {
         let follow = Follow {
-            connstr: "dbname=db port=5433".into(),
+            connstr: Some("dbname=db port=5433".into()),
             slot: Some("s".into()),
             publications: vec!["p".into(), "q".into()],
             options: vec!["messages=true".into()],
             endpos: Some("0/1A2B".into()),
             program: None,
         };
-        assert_eq!(follow.check(), Ok(()));
-        let cmd = follow.command(2, false);
+        let cmd = follow.command(2, false).expect("--follow");
         assert_eq!(cmd.get_program(), "pg_recvlogical");
         assert_eq!(
             args(&cmd).join(" "),
@@ -101,19 +115,16 @@ mod tests {
             program: Some("/opt/pg/bin/pg_recvlogical".into()),
             ..follow
         }
-        .command(4, true);
+        .command(4, true)
+        .expect("--follow");
         assert_eq!(cmd.get_program(), "/opt/pg/bin/pg_recvlogical");
         assert!(args(&cmd).join(" ").contains("-o streaming=parallel"));
+        assert!(Follow::default().command(1, false).is_none());
     }
 
     #[test]
-    fn says_what_is_missing() {
-        let mut follow = Follow::default();
-        assert_eq!(follow.check(), Err("--follow needs --slot".into()));
-        follow.slot = Some("s".into());
-        assert!(follow.check().unwrap_err().contains("--publication"));
-        follow.publications.push("p".into());
-        follow.options.push("messages".into());
-        assert!(follow.check().unwrap_err().contains("is not NAME=VALUE"));
+    fn options_must_be_name_value() {
+        assert_eq!(name_value("messages=true"), Ok("messages=true".into()));
+        assert_eq!(name_value("messages"), Err("expected NAME=VALUE".into()));
     }
 }

@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use ddl_wire::*;
 
+// ddl-wire's test helpers (the PRNG), and its pg_recvlogical fixtures below.
+#[path = "../../ddl-wire/tests/common/mod.rs"]
 mod common;
 
 const DUMP: &str = env!("CARGO_BIN_EXE_ddl-dump");
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ddl-wire/tests/fixtures")
 }
 
 /// Every `*.recvlogical` fixture with the proto_version of its `.meta`.
@@ -68,6 +70,11 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// A JSON line, which must be one valid JSON value (RFC 8259, as serde_json reads it).
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
 
 /// No run may end in a panic, whatever the input.
@@ -229,25 +236,12 @@ fn json_lines_are_objects_with_offset_number_tag_and_type() {
         let out = stdout(&o);
         assert_eq!(out.lines().count(), messages.len());
         for (i, (line, (offset, tag))) in out.lines().zip(&messages).enumerate() {
-            let value = json::parse(line).unwrap_or_else(|e| panic!("{e}: {line}"));
-            let json::Value::Object(members) = &value else {
-                panic!("not an object: {line}")
-            };
-            let get = |k: &str| members.iter().find(|(m, _)| m == k).map(|(_, v)| v);
-            assert_eq!(
-                get("offset"),
-                Some(&json::Value::Number(offset.to_string()))
-            );
-            assert_eq!(
-                get("number"),
-                Some(&json::Value::Number((i + 1).to_string()))
-            );
-            let tag = char::from(*tag).to_string();
-            assert_eq!(get("tag"), Some(&json::Value::String(tag)), "{line}");
-            assert!(
-                matches!(get("type"), Some(json::Value::String(_))),
-                "{line}"
-            );
+            let value = json(line);
+            assert!(value.is_object(), "not an object: {line}");
+            assert_eq!(value["offset"], *offset, "{line}");
+            assert_eq!(value["number"], i + 1, "{line}");
+            assert_eq!(value["tag"], char::from(*tag).to_string(), "{line}");
+            assert!(value["type"].is_string(), "{line}");
         }
     }
     // A few fields of a real capture.
@@ -466,14 +460,28 @@ fn a_closed_output_pipe_ends_quietly() {
     assert_eq!(stderr(&o), "");
 }
 
+/// Usage errors are clap's, with this tool's exit status 64 (2 is an input error here).
 #[test]
 fn usage_errors_exit_64() {
     for (args, expected) in [
-        (&["--bogus"][..], "unknown option '--bogus'"),
-        (&["--format", "xml"][..], "'xml' is not text or json"),
-        (&["--proto-version"][..], "needs a value"),
-        (&["--proto-version", "five"][..], "'five' is not a number"),
-        (&["a", "b"][..], "only one input file"),
+        (&["--bogus"][..], "unexpected argument '--bogus' found"),
+        (
+            &["--format", "xml"][..],
+            "invalid value 'xml' for '--format <FORMAT>'",
+        ),
+        (
+            &["--proto-version"][..],
+            "a value is required for '--proto-version <N>'",
+        ),
+        (
+            &["--proto-version", "five"][..],
+            "invalid value 'five' for '--proto-version <N>'",
+        ),
+        (&["a", "b"][..], "unexpected argument 'b' found"),
+        (
+            &["--slot", "s"][..],
+            "the following required arguments were not provided",
+        ),
         (
             &["--proto-version", "5"][..],
             "proto_version=5 is not supported; pgoutput has versions 1 to 4",
@@ -498,11 +506,18 @@ fn usage_errors_exit_64() {
         assert!(stdout(&o).is_empty());
     }
     // A usage line with the option errors.
-    assert!(stderr(&run(&["--bogus"], None)).contains("usage: ddl-dump "));
-    // --help is not an error.
+    assert!(stderr(&run(&["--bogus"], None)).contains("Usage: ddl-dump "));
+    // --help and --version are not errors.
     let o = run(&["--help"], None);
     assert!(o.status.success());
-    assert!(stdout(&o).contains("--proto-version N"));
+    assert!(stdout(&o).contains("--proto-version <N>"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("--follow <CONNSTR>"), "{}", stdout(&o));
+    let o = run(&["--version"], None);
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        format!("ddl-dump {}\n", env!("CARGO_PKG_VERSION"))
+    );
     // A file that does not exist is an input error.
     let o = run(&["/nonexistent/ddl-dump-input"], None);
     assert_eq!(o.status.code(), Some(2));
@@ -560,7 +575,7 @@ fn damaged_inputs_never_panic_the_tool() {
             }
             if format == "json" {
                 for line in stdout(&o).lines() {
-                    json::parse(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+                    json(line);
                 }
             }
         }
@@ -755,7 +770,7 @@ fn an_insert_on_ddl_sync_events_is_shown_as_its_ddl() {
     assert!(o.status.success());
     let out = stdout(&o);
     let ddl = out.lines().nth(2).unwrap();
-    json::parse(ddl).unwrap();
+    json(ddl);
     assert!(
         ddl.starts_with(&format!(
             r#"{{"offset":{},"number":3,"tag":"I","type":"Insert","relation":"ddl_sync.events","rel_id":16500,"ddl":{{"#,
@@ -784,7 +799,7 @@ fn an_insert_on_ddl_sync_events_is_shown_as_its_ddl() {
         assert!(ddl.contains(member), "{member} in {ddl}");
     }
     let broken = out.lines().nth(3).unwrap();
-    json::parse(broken).unwrap();
+    json(broken);
     assert!(broken.contains(r#""new":{"id":"1","#), "{broken}");
     assert!(broken.contains(r#""warning":"Insert on ddl_sync.events is not a valid DDL event"#));
 }
@@ -924,7 +939,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     let o = run(&["--format=json", path.to_str().unwrap()], None);
     let out = stdout(&o);
     for line in out.lines() {
-        json::parse(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        json(line);
     }
     let ddl = out.lines().nth(1).unwrap();
     for member in [
@@ -953,206 +968,6 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
         "{garbage}"
     );
     assert!(garbage.contains(r#""warning":"ddl_sync message is not a valid DDL record"#));
-}
-
-/// A minimal JSON parser (RFC 8259), enough to check that every line is one valid value.
-mod json {
-    #[derive(Debug, PartialEq)]
-    pub enum Value {
-        Null,
-        Bool(bool),
-        /// The number as written.
-        Number(String),
-        String(String),
-        Array(Vec<Value>),
-        Object(Vec<(String, Value)>),
-    }
-
-    pub fn parse(text: &str) -> Result<Value, String> {
-        let mut p = Parser {
-            s: text.as_bytes(),
-            at: 0,
-        };
-        let v = p.value()?;
-        p.ws();
-        if p.at != p.s.len() {
-            return Err(format!("trailing bytes at {}", p.at));
-        }
-        Ok(v)
-    }
-
-    struct Parser<'a> {
-        s: &'a [u8],
-        at: usize,
-    }
-
-    impl Parser<'_> {
-        fn ws(&mut self) {
-            while self.s.get(self.at).is_some_and(|b| b" \t\r\n".contains(b)) {
-                self.at += 1;
-            }
-        }
-
-        fn eat(&mut self, b: u8) -> Result<(), String> {
-            self.ws();
-            if self.s.get(self.at) == Some(&b) {
-                self.at += 1;
-                Ok(())
-            } else {
-                Err(format!("expected '{}' at {}", char::from(b), self.at))
-            }
-        }
-
-        fn literal(&mut self, word: &str, v: Value) -> Result<Value, String> {
-            if self.s[self.at..].starts_with(word.as_bytes()) {
-                self.at += word.len();
-                Ok(v)
-            } else {
-                Err(format!("bad literal at {}", self.at))
-            }
-        }
-
-        fn value(&mut self) -> Result<Value, String> {
-            self.ws();
-            match self.s.get(self.at) {
-                Some(b'{') => {
-                    self.at += 1;
-                    let mut members = Vec::new();
-                    self.ws();
-                    if self.s.get(self.at) == Some(&b'}') {
-                        self.at += 1;
-                        return Ok(Value::Object(members));
-                    }
-                    loop {
-                        self.ws();
-                        let key = self.string()?;
-                        self.eat(b':')?;
-                        members.push((key, self.value()?));
-                        self.ws();
-                        match self.s.get(self.at) {
-                            Some(b',') => self.at += 1,
-                            Some(b'}') => {
-                                self.at += 1;
-                                return Ok(Value::Object(members));
-                            }
-                            _ => return Err(format!("expected , or }} at {}", self.at)),
-                        }
-                    }
-                }
-                Some(b'[') => {
-                    self.at += 1;
-                    let mut items = Vec::new();
-                    self.ws();
-                    if self.s.get(self.at) == Some(&b']') {
-                        self.at += 1;
-                        return Ok(Value::Array(items));
-                    }
-                    loop {
-                        items.push(self.value()?);
-                        self.ws();
-                        match self.s.get(self.at) {
-                            Some(b',') => self.at += 1,
-                            Some(b']') => {
-                                self.at += 1;
-                                return Ok(Value::Array(items));
-                            }
-                            _ => return Err(format!("expected , or ] at {}", self.at)),
-                        }
-                    }
-                }
-                Some(b'"') => Ok(Value::String(self.string()?)),
-                Some(b't') => self.literal("true", Value::Bool(true)),
-                Some(b'f') => self.literal("false", Value::Bool(false)),
-                Some(b'n') => self.literal("null", Value::Null),
-                Some(b'-' | b'0'..=b'9') => {
-                    let start = self.at;
-                    if self.s[self.at] == b'-' {
-                        self.at += 1;
-                    }
-                    let digits = self.s[self.at..]
-                        .iter()
-                        .take_while(|b| b.is_ascii_digit())
-                        .count();
-                    if digits == 0 || (digits > 1 && self.s[self.at] == b'0') {
-                        return Err(format!("bad number at {start}"));
-                    }
-                    self.at += digits;
-                    // Only integers are expected here.
-                    let text = std::str::from_utf8(&self.s[start..self.at]).unwrap();
-                    Ok(Value::Number(text.to_owned()))
-                }
-                _ => Err(format!("unexpected byte at {}", self.at)),
-            }
-        }
-
-        fn string(&mut self) -> Result<String, String> {
-            self.eat(b'"')?;
-            let mut out = String::new();
-            loop {
-                let Some(&b) = self.s.get(self.at) else {
-                    return Err("unterminated string".into());
-                };
-                self.at += 1;
-                match b {
-                    b'"' => return Ok(out),
-                    b'\\' => {
-                        let e = *self.s.get(self.at).ok_or("bad escape")?;
-                        self.at += 1;
-                        match e {
-                            b'"' => out.push('"'),
-                            b'\\' => out.push('\\'),
-                            b'/' => out.push('/'),
-                            b'b' => out.push('\u{8}'),
-                            b'f' => out.push('\u{c}'),
-                            b'n' => out.push('\n'),
-                            b'r' => out.push('\r'),
-                            b't' => out.push('\t'),
-                            b'u' => {
-                                let hex = self.s.get(self.at..self.at + 4).ok_or("bad \\u")?;
-                                let code = u32::from_str_radix(
-                                    std::str::from_utf8(hex).map_err(|e| e.to_string())?,
-                                    16,
-                                )
-                                .map_err(|e| e.to_string())?;
-                                self.at += 4;
-                                out.push(char::from_u32(code).ok_or("surrogate")?);
-                            }
-                            _ => return Err(format!("bad escape at {}", self.at)),
-                        }
-                    }
-                    0..=0x1f => return Err(format!("control character at {}", self.at)),
-                    _ => {
-                        // Copy one whole UTF-8 character.
-                        let start = self.at - 1;
-                        let len = match b {
-                            0xF0.. => 4,
-                            0xE0.. => 3,
-                            0xC0.. => 2,
-                            _ => 1,
-                        };
-                        let ch = std::str::from_utf8(self.s.get(start..start + len).ok_or("cut")?)
-                            .map_err(|e| e.to_string())?;
-                        out.push_str(ch);
-                        self.at = start + len;
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_checker_itself() {
-        assert!(parse(r#"{"a":[1,-2,{"b":null}],"c":"\"x\\\n\u00e9","d":true}"#).is_ok());
-        for bad in [
-            r#"{"a":1,}"#,
-            r#"{"a" 1}"#,
-            "{\"a\":\"\n\"}",
-            "[01]",
-            r#"{"a":1}x"#,
-        ] {
-            assert!(parse(bad).is_err(), "{bad}");
-        }
-    }
 }
 
 #[test]

@@ -6,8 +6,8 @@
 //!    `target/bench/`: one with `proto_version 1` (every parser can read it), one with
 //!    `proto_version 2, streaming on` and `logical_decoding_work_mem = 64kB` (so large
 //!    transactions arrive in Stream Start/Stop blocks).
-//! 2. `cargo run --release -p ddl-bench` parses both with every parser (see bench/README.md) and
-//!    prints the table.
+//! 2. [`compare`] parses both with every parser (see bench/README.md) and prints the table; this
+//!    is a release build (`cargo xtask bench` makes one), else the figures would mean nothing.
 //! 3. The `## Wire` section of BENCHMARKS.md is rewritten with the figures, the machine, the
 //!    stream and this command; the other sections are kept as they are.
 //!
@@ -15,10 +15,13 @@
 //! cargo xtask bench wire [--runs N] [--recapture]
 //! ```
 
-use super::{bench_dir, positive, write_section, Machine};
-use crate::cmd::Cmd;
-use crate::{project_root, setup, Result};
-use ddl_testkit::{Cluster, ClusterBuilder};
+mod capture;
+pub mod compare;
+mod parsers;
+mod work;
+
+use crate::{bench_dir, options, write_section, Machine, Result};
+use ddl_testkit::{Cluster, ClusterBuilder, Cmd};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -45,19 +48,22 @@ const SLOT_V2: &str = "bench_v2";
 
 const SECTION: &str = "## Wire";
 
-pub fn run(args: &[&str]) -> Result {
-    let mut runs = "10".to_string();
-    let mut recapture = false;
-    let mut args = args.iter();
-    while let Some(&arg) = args.next() {
-        match arg {
-            "--runs" => runs = positive(args.next(), "--runs", USAGE)?.to_string(),
-            "--recapture" => recapture = true,
-            _ => return Err(USAGE.to_string()),
-        }
+pub(crate) fn run(args: &[&str]) -> Result {
+    let (mut runs, mut recapture) = (10, false);
+    options(
+        args,
+        USAGE,
+        &mut [("--runs", &mut runs)],
+        &mut [("--recapture", &mut recapture)],
+    )?;
+    if cfg!(debug_assertions) {
+        return Err(
+            "the parsers are timed in this process: run a release build \
+             (`cargo xtask bench wire`, or `cargo run --release -p ddl-bench -- wire`)"
+                .to_string(),
+        );
     }
 
-    let root = project_root();
     let dir = bench_dir()?;
     let paths = CapturePaths::new(&dir);
     let stream = match (recapture, paths.cached()) {
@@ -72,29 +78,8 @@ pub fn run(args: &[&str]) -> Result {
         _ => capture(&paths)?,
     };
 
-    // Built and run in one step; `--release` is what makes the figures mean anything.
-    let results = dir.join("wire-results.md");
-    Cmd::new("cargo")
-        .args([
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "ddl-bench",
-            "--bin",
-            "wire-bench",
-            "--",
-        ])
-        .args(["--v1".as_ref(), paths.v1.as_os_str()])
-        .args(["--streamed".as_ref(), paths.v2.as_os_str()])
-        .args(["--runs", &runs, "--markdown"])
-        .args([&results])
-        .dir(&root)
-        .run()?;
-    let figures = std::fs::read_to_string(&results)
-        .map_err(|e| format!("cannot read {}: {e}", results.display()))?;
-
-    write_section(SECTION, &wire_section(&stream, &figures, &runs))
+    let figures = compare::compare(&paths.v1, Some(&paths.v2), runs as usize, None)?;
+    write_section(SECTION, &wire_section(&stream, &figures, runs))
 }
 
 /// The capture files and their meta file, which is written last: a capture that stopped halfway
@@ -170,8 +155,8 @@ fn workload_description() -> String {
 
 /// Runs the workload on a throwaway cluster and drains both slots into the capture files.
 fn capture(paths: &CapturePaths) -> Result<CaptureMeta> {
-    // The cluster needs the PostgreSQL 15 server and pgbench, which setup installs.
-    setup::ensure()?;
+    // The cluster needs the PostgreSQL 15 server and pgbench, which `cargo xtask bench` made
+    // sure of (`cargo xtask setup`).
     println!("bench: capturing a new stream ({})", workload_key());
     let pg = ClusterBuilder::new()
         .name("bench-wire")
@@ -398,7 +383,7 @@ fn copy_binary_to_frames(mut input: impl Read, out: &mut impl Write) -> Result<(
 }
 
 /// The `## Wire` section: how and where the figures were made, then the figures.
-fn wire_section(stream: &CaptureMeta, figures: &str, runs: &str) -> String {
+fn wire_section(stream: &CaptureMeta, figures: &str, runs: u32) -> String {
     let machine = Machine::describe();
     format!(
         "{SECTION}\n\n\

@@ -1,5 +1,7 @@
-//! `cargo xtask bench <wire|decode|capture|apply>`: each command measures one thing and rewrites its
-//! own section of BENCHMARKS.md (the other sections are kept as they are).
+//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply>` (which
+//! prepares the machine and runs this crate's `ddl-bench` binary in release mode with the same
+//! arguments): each command measures one thing and rewrites its own section of BENCHMARKS.md (the
+//! other sections are kept as they are).
 //!
 //! ```text
 //! cargo xtask bench wire [--runs N] [--recapture]       ddl-wire against other pgoutput parsers
@@ -12,11 +14,18 @@
 //!                                         lag of DML during a DDL burst
 //! ```
 //!
+//! `decode`, `capture` and `apply` measure the server libraries that xtask installed (release
+//! builds, checked once the clusters have started); `wire` times the parsers in this process,
+//! so it refuses to run from a debug build. The `wire-bench` binary is the parser comparison
+//! alone, for profiling by hand ([`wire::compare`]).
+//!
 //! What every section holds: the date, the machine (and how quiet it was), the server, the
 //! workload, the method, the figures, the ratios against the targets, and the command that
-//! reproduces it. Shared here: the machine's description, the section rewriting, pgbench and
-//! the statistics; `procfs` reads /proc (load, CPU time, memory), `events` reads the DDL events
-//! of a `ddl_pgoutput` stream, `migration` generates the migration that `apply` replays.
+//! reproduces it. Shared here: BENCHMARKS.md's sections, the check of the installed libraries,
+//! pgbench and the statistics (the machine's description and the rewriting of one section of a
+//! report are ddl-testkit's, shared with xtask); `procfs` reads /proc (load, CPU time, memory),
+//! `events` reads the DDL events of a `ddl_pgoutput` stream, `migration` generates the migration
+//! that `apply` replays.
 
 mod apply;
 mod capture;
@@ -24,17 +33,20 @@ mod decode;
 mod events;
 mod migration;
 mod procfs;
-mod wire;
+pub mod wire;
 
-use crate::cmd::Cmd;
-use crate::report;
-pub(crate) use crate::report::Machine;
-use crate::{project_root, setup, Result};
-use ddl_testkit::Cluster;
+use ddl_testkit::report;
+pub(crate) use ddl_testkit::report::Machine;
+use ddl_testkit::{workspace_root, Cluster, Cmd};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// What a benchmark returns: a message for the user on failure.
+pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply> [options]";
 
+/// Runs the benchmark that `args` name (`wire --runs 3`).
 pub fn run(args: &[&str]) -> Result {
     match args {
         ["wire", rest @ ..] => wire::run(rest),
@@ -45,21 +57,38 @@ pub fn run(args: &[&str]) -> Result {
     }
 }
 
+/// A binary's exit: success, or the error after the binary's name on stderr.
+pub fn exit(binary: &str, result: Result) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{binary}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// Where the benchmarks keep their files (`target/bench/`), made when missing.
 fn bench_dir() -> Result<PathBuf> {
-    let dir = project_root().join("target/bench");
+    let dir = workspace_root().join("target/bench");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     Ok(dir)
 }
 
-/// Fails unless the installed `ddl_pgoutput.so` and `ddl_sync.so` are the release builds of this
-/// tree: call it once the clusters have started (they loaded the libraries then). `cargo xtask
-/// test` installs debug builds into the same directory, and a benchmark of those would mean
-/// nothing.
-fn check_release_installed() -> Result {
-    let pkglibdir = Cmd::new(setup::pg_config()).args(["--pkglibdir"]).read()?;
+/// Fails unless the `ddl_pgoutput.so` and `ddl_sync.so` that `pg` loads are the release builds of
+/// this tree: call it once the clusters have started (they loaded the libraries then). `cargo
+/// xtask test` installs debug builds into the same directory, and a benchmark of those would mean
+/// nothing. The directory is the server's own `PKGLIBDIR` (the `pg_config` view), the one it
+/// loads `$libdir` libraries from.
+fn check_release_installed(pg: &Cluster) -> Result {
+    let pkglibdir = pg
+        .psql(
+            "postgres",
+            "SELECT setting FROM pg_config WHERE name = 'PKGLIBDIR'",
+        )
+        .map_err(|e| e.to_string())?;
     for library in ["ddl_pgoutput", "ddl_sync"] {
-        let built = project_root().join(format!("target/release/lib{library}.so"));
+        let built = workspace_root().join(format!("target/release/lib{library}.so"));
         let installed = Path::new(&pkglibdir).join(format!("{library}.so"));
         let read =
             |p: &Path| std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
@@ -74,12 +103,39 @@ fn check_release_installed() -> Result {
     Ok(())
 }
 
-/// The value after a `--runs`-like flag: a positive number.
-fn positive(value: Option<&&str>, flag: &str, usage: &str) -> Result<u32> {
-    value
-        .and_then(|v| v.parse::<u32>().ok())
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{flag} needs a positive number\n{usage}"))
+/// Reads a benchmark's options: each `--name N` of `numbers` sets its variable (N a positive
+/// number), each `--name` of `flags` sets its flag; anything else is a usage error.
+fn options(
+    args: &[&str],
+    usage: &str,
+    numbers: &mut [(&str, &mut u32)],
+    flags: &mut [(&str, &mut bool)],
+) -> Result {
+    let mut args = args.iter();
+    while let Some(&arg) = args.next() {
+        if let Some((flag, value)) = numbers.iter_mut().find(|(name, _)| *name == arg) {
+            **value = args
+                .next()
+                .and_then(|v| v.parse::<u32>().ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(|| format!("{flag} needs a positive number\n{usage}"))?;
+        } else if let Some((_, set)) = flags.iter_mut().find(|(name, _)| *name == arg) {
+            **set = true;
+        } else {
+            return Err(usage.to_string());
+        }
+    }
+    Ok(())
+}
+
+/// `target/bench/<name>/`, made when missing, with the pgbench script `ddl.sql` written into it;
+/// returns the directory and the script's path.
+fn script_dir(name: &str, script: &str) -> Result<(PathBuf, PathBuf)> {
+    let dir = bench_dir()?.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("ddl.sql");
+    std::fs::write(&path, script).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok((dir, path))
 }
 
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
@@ -226,6 +282,30 @@ mod tests {
         );
         assert!(rounds_note(&[0.98, 1.02], |r| r <= 1.1).contains("cannot tell"));
         assert!(rounds_note(&[0.98, 0.99], |r| r >= 0.99).contains("met in 1 of 2"));
+    }
+
+    #[test]
+    fn options_are_read_or_refused_with_the_usage() {
+        let (mut runs, mut seconds, mut again) = (6, 10, false);
+        let mut read = |args: &[&str]| {
+            options(
+                args,
+                "usage: x",
+                &mut [("--runs", &mut runs), ("--seconds", &mut seconds)],
+                &mut [("--again", &mut again)],
+            )
+        };
+        assert_eq!(read(&["--runs", "3", "--again"]), Ok(()));
+        assert_eq!(
+            read(&["--seconds", "0"]),
+            Err("--seconds needs a positive number\nusage: x".to_string())
+        );
+        assert_eq!(
+            read(&["--runs", "--again"]),
+            Err("--runs needs a positive number\nusage: x".to_string())
+        );
+        assert_eq!(read(&["--other"]), Err("usage: x".to_string()));
+        assert_eq!((runs, seconds, again), (3, 10, true));
     }
 
     #[test]

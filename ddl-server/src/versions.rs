@@ -1,0 +1,184 @@
+//! What differs between the PostgreSQL majors we build for (15 and 18), each behind one function
+//! so that the rest of the code has no `#[cfg(feature = "pgNN")]`.
+
+use pgrx::pg_sys;
+use std::ffi::c_char;
+
+/// Whether `role` owns publication `pubid` (or is a member of its owner, or a superuser).
+///
+/// # Safety
+/// In a backend inside a transaction.
+pub unsafe fn owns_publication(pubid: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    // SAFETY: a catalog lookup by OID, the caller's promise.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::pg_publication_ownercheck(pubid, role)
+    }
+    // SAFETY: as above; 16 replaced the per-catalog checks with one.
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        pg_sys::object_ownercheck(pg_sys::PublicationRelationId, pubid, role)
+    }
+}
+
+/// libpqwalreceiver's `walrcv_connect`: a logical replication connection to `conninfo`, as a
+/// subscription's own workers make it. On 16+, a role that is not a superuser must then
+/// authenticate with a password, as PostgreSQL requires of a subscription it owns.
+///
+/// # Safety
+/// In a backend, `functions` registered by libpqwalreceiver; NUL-terminated strings; `err`
+/// receives a palloc'd message when the result is null. The call is raw C: guard it where an
+/// ERROR may escape.
+pub unsafe fn walrcv_connect(
+    functions: &pg_sys::WalReceiverFunctionsType,
+    conninfo: *const c_char,
+    appname: *const c_char,
+    err: *mut *mut c_char,
+) -> *mut pg_sys::WalReceiverConn {
+    let connect = functions
+        .walrcv_connect
+        .expect("libpqwalreceiver registers walrcv_connect");
+    #[cfg(feature = "pg15")]
+    // SAFETY: the caller's promise; 15's signature is (conninfo, logical, appname, err).
+    unsafe {
+        connect(conninfo, true, appname, err)
+    }
+    #[cfg(not(feature = "pg15"))]
+    {
+        // SAFETY: a catalog lookup of the current role, in the caller's backend.
+        let must_use_password = !unsafe { pg_sys::superuser() };
+        // SAFETY: the caller's promise; 16's signature is (conninfo, replication, logical,
+        // must_use_password, appname, err).
+        unsafe { connect(conninfo, true, true, must_use_password, appname, err) }
+    }
+}
+
+/// The attributes of `desc`, in order. 18 keeps them after a new array of compact attributes,
+/// reached through `TupleDescAttr`; 15 as a trailing array of the descriptor.
+///
+/// # Safety
+/// `desc` is a valid tuple descriptor that outlives the slice and is not changed meanwhile.
+pub unsafe fn attributes<'a>(desc: pg_sys::TupleDesc) -> &'a [pg_sys::FormData_pg_attribute] {
+    // SAFETY: the caller's promise; `natts` is the number of attributes.
+    let natts = unsafe { (*desc).natts } as usize;
+    if natts == 0 {
+        return &[];
+    }
+    #[cfg(feature = "pg15")]
+    // SAFETY: `attrs` holds `natts` attributes, as long as the descriptor lives.
+    unsafe {
+        (*desc).attrs.as_slice(natts)
+    }
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: the attributes are one contiguous array of `natts` (TupleDescAttr indexes it), as
+    // long as the descriptor lives.
+    unsafe {
+        std::slice::from_raw_parts(pg_sys::TupleDescAttr(desc, 0), natts)
+    }
+}
+
+/// The ALTER TABLE subcommand types that add a column: 15 has a second one for the recursion
+/// into inheritance children, which 16 folded into a flag.
+#[cfg(feature = "pg15")]
+pub const ADD_COLUMN: &[pg_sys::AlterTableType::Type] = &[
+    pg_sys::AlterTableType::AT_AddColumn,
+    pg_sys::AlterTableType::AT_AddColumnRecurse,
+];
+/// The ALTER TABLE subcommand types that add a column: 15 has a second one for the recursion
+/// into inheritance children, which 16 folded into a flag.
+#[cfg(not(feature = "pg15"))]
+pub const ADD_COLUMN: &[pg_sys::AlterTableType::Type] = &[pg_sys::AlterTableType::AT_AddColumn];
+
+/// A zeroed change of the reorder buffer `rb`, given back with [`free_change`] (17 renamed
+/// ReorderBufferGetChange to ReorderBufferAllocChange).
+///
+/// # Safety
+/// `rb` is the live reorder buffer of the decoding context.
+pub unsafe fn alloc_change(rb: *mut pg_sys::ReorderBuffer) -> *mut pg_sys::ReorderBufferChange {
+    #[cfg(feature = "pg15")]
+    // SAFETY: the caller's promise.
+    unsafe {
+        pg_sys::ReorderBufferGetChange(rb)
+    }
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        pg_sys::ReorderBufferAllocChange(rb)
+    }
+}
+
+/// Gives back a change of [`alloc_change`] that the reorder buffer never counted, with its
+/// tuples.
+///
+/// # Safety
+/// `change` came from [`alloc_change`] on `rb` and is given back once.
+pub unsafe fn free_change(
+    rb: *mut pg_sys::ReorderBuffer,
+    change: *mut pg_sys::ReorderBufferChange,
+) {
+    #[cfg(feature = "pg15")]
+    // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
+    unsafe {
+        pg_sys::ReorderBufferReturnChange(rb, change, false)
+    }
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
+    unsafe {
+        pg_sys::ReorderBufferFreeChange(rb, change, false)
+    }
+}
+
+/// Makes `change` an INSERT into `rel` of a copy of `tuple`, allocated in `rb` and laid out as
+/// decode.c lays out a decoded tuple (no item pointer, no table OID); [`free_change`] frees it.
+/// 16 names the relation by `RelFileLocator` instead of `RelFileNode`; 17 made the tuple a plain
+/// `HeapTuple` instead of a `ReorderBufferTupleBuf`.
+///
+/// # Safety
+/// `rb` is the live reorder buffer, `change` from [`alloc_change`] on it, `rel` open, `tuple` a
+/// formed heap tuple.
+pub unsafe fn set_insert(
+    rb: *mut pg_sys::ReorderBuffer,
+    change: *mut pg_sys::ReorderBufferChange,
+    rel: pg_sys::Relation,
+    tuple: pg_sys::HeapTuple,
+) {
+    // SizeofHeapTupleHeader: what the allocators add to the length they are given.
+    let header = std::mem::offset_of!(pg_sys::HeapTupleHeaderData, t_bits);
+    // SAFETY: the caller's promise: `t_len` bytes at `t_data`, its header included.
+    let (data, len) = unsafe { ((*tuple).t_data, (*tuple).t_len as usize) };
+    // SAFETY: `copy` has room for `len` bytes at its `t_data` (allocated for `len - header`
+    // after a header), which the copy fills.
+    let fill = |copy: *mut pg_sys::HeapTupleData| unsafe {
+        std::ptr::copy_nonoverlapping(data as *const u8, (*copy).t_data as *mut u8, len);
+        (*copy).t_len = len as u32;
+        // ItemPointerSetInvalid, and no table OID, as for a decoded tuple.
+        (*copy).t_self.ip_blkid.bi_hi = 0xFFFF;
+        (*copy).t_self.ip_blkid.bi_lo = 0xFFFF;
+        (*copy).t_self.ip_posid = 0;
+        (*copy).t_tableOid = pg_sys::InvalidOid;
+    };
+    #[cfg(feature = "pg15")]
+    // SAFETY: the caller's promise; a tuple buffer of `rb`, filled before the change holds it.
+    unsafe {
+        let buf = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
+        fill(&mut (*buf).tuple);
+        (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
+            relnode: (*rel).rd_node,
+            clear_toast_afterwards: true,
+            oldtuple: std::ptr::null_mut(),
+            newtuple: buf,
+        };
+    }
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: the caller's promise; a tuple of `rb`, filled before the change holds it.
+    unsafe {
+        let copy = pg_sys::ReorderBufferAllocTupleBuf(rb, len - header);
+        fill(copy);
+        (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
+            rlocator: (*rel).rd_locator,
+            clear_toast_afterwards: true,
+            oldtuple: std::ptr::null_mut(),
+            newtuple: copy,
+        };
+    }
+}
