@@ -5,7 +5,7 @@
 //! reaches the client exactly as PostgreSQL raised it, position and CONTEXT included.
 
 use crate::statement::{self, Statement};
-use crate::{early, publication, volatile};
+use crate::{early, plugin_allowed, publication, volatile};
 use ddl_server::utility::{Before, UtilityCall};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -102,6 +102,9 @@ unsafe extern "C-unwind" fn after(depth: usize) {
     match s.request.take() {
         Some(request) => publication::store(&request),
         // SAFETY: the tree that ran, PostgreSQL's or our copy: both outlive the hook's call.
-        None => unsafe { publication::check_after(s.pstmt) },
+        None => unsafe {
+            publication::check_after(s.pstmt);
+            plugin_allowed::after_create_extension((*s.pstmt).utilityStmt);
+        },
     }
 }

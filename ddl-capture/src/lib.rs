@@ -29,6 +29,7 @@ mod emit;
 mod forget;
 mod hook;
 mod partition_bound;
+mod plugin_allowed;
 mod publication;
 pub mod replay_origin;
 pub mod rules;

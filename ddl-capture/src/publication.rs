@@ -6,6 +6,7 @@
 //! inserts and contain `ddl_sync.events` whole (no row filter, no column list), or pgoutput would
 //! silently drop every DDL event.
 
+use crate::plugin_allowed;
 use ddl_filter::DdlKinds;
 use ddl_server::options;
 use pgrx::pg_sys;
@@ -131,6 +132,7 @@ pub fn store(request: &Request) {
     if request.kinds.is_empty() {
         return;
     }
+    plugin_allowed::warn_unless_listed();
     let has_events = events_in_publication(&request.publication);
     if has_events == Some(false) {
         let name = std::ffi::CString::new(request.publication.as_str()).unwrap_or_default();

@@ -182,3 +182,34 @@ pub unsafe fn set_insert(
         };
     }
 }
+
+/// A CHECK constraint node already cooked (`cooked_expr`), valid and not to be validated, as
+/// ALTER TABLE's own code passes one to AddRelationNewConstraints; 18 added `is_enforced`,
+/// which a zeroed node would leave false (NOT ENFORCED).
+///
+/// # Safety
+/// In a backend; `name` is null or a NUL-terminated string, `cooked_expr` a NUL-terminated
+/// node string, both living as long as the node (the current memory context).
+pub unsafe fn cooked_check_constraint(
+    name: *mut c_char,
+    cooked_expr: *mut c_char,
+) -> *mut pg_sys::Constraint {
+    // SAFETY: a zeroed node of the right size, in the current memory context, filled before
+    // anyone reads it.
+    unsafe {
+        let constraint =
+            pg_sys::palloc0(std::mem::size_of::<pg_sys::Constraint>()).cast::<pg_sys::Constraint>();
+        (*constraint).type_ = pg_sys::NodeTag::T_Constraint;
+        (*constraint).contype = pg_sys::ConstrType::CONSTR_CHECK;
+        (*constraint).conname = name;
+        (*constraint).location = -1;
+        (*constraint).cooked_expr = cooked_expr;
+        (*constraint).initially_valid = true;
+        (*constraint).skip_validation = true;
+        #[cfg(not(feature = "pg15"))]
+        {
+            (*constraint).is_enforced = true;
+        }
+        constraint
+    }
+}

@@ -11,7 +11,7 @@
 
 use crate::compare::{rows_difference, schema_difference};
 use crate::replication::{ddl_subscriber, query, subscribe, wait_caught_up};
-use crate::{ddl_publisher, wait_for, Session};
+use crate::{ddl_publisher, wait_for, Session, APPLY_WORKER};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
@@ -82,7 +82,7 @@ fn blocked_worker(subscriber: &Cluster, local_pid: &str) -> (String, String, boo
                 {local_pid} = ANY (pg_blocking_pids(a.pid)),
                 replace(a.query, E'\\n', ' ')
            FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted
-          WHERE a.backend_type = 'logical replication worker' AND a.wait_event_type = 'Lock'"
+          WHERE a.{APPLY_WORKER} AND a.wait_event_type = 'Lock'"
     );
     wait_for("the apply worker to wait on a lock", TIMEOUT, || {
         let row = subscriber

@@ -17,8 +17,8 @@
 //! Used by the e2e tests (one small trial per side) and by `cargo xtask reliability` (many).
 
 use crate::compare::{rows_difference, schema_difference};
-use crate::ddl_publisher;
 use crate::replication::{ddl_subscriber, query, subscribe, wait_caught_up};
+use crate::{ddl_publisher, APPLY_WORKER};
 use ddl_testkit::{Client, Cluster};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -290,11 +290,15 @@ fn hold_ledger(subscriber: &Client) -> (std::process::Child, bool) {
         .expect("stdin is piped")
         .write_all(b"BEGIN; LOCK TABLE ledger IN ACCESS SHARE MODE;\n")
         .expect("write to psql");
-    let waiting = "SELECT count(*) FROM pg_stat_activity
-                    WHERE backend_type = 'logical replication worker' AND wait_event_type = 'Lock'";
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE {APPLY_WORKER} AND wait_event_type = 'Lock'"
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        if subscriber.psql("postgres", waiting).is_ok_and(|n| n == "1") {
+        if subscriber
+            .psql("postgres", &waiting)
+            .is_ok_and(|n| n == "1")
+        {
             return (holder, true);
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -14,10 +14,17 @@ pub mod regress;
 mod replication;
 
 pub use replication::{
-    ddl_subscriber, deliver_events, query, subscribe, subscribe_in, subscribed_pair, wait_caught_up,
+    assert_no_subscription_made, ddl_subscriber, deliver_events, query, subscribe, subscribe_in,
+    subscribed_pair, wait_caught_up, wait_synchronised,
 };
 
 use ddl_testkit::{Cluster, ClusterBuilder};
+
+/// A `pg_stat_activity` condition for the apply workers (not the launcher, not table sync): 15
+/// and 16 call them `logical replication worker`, 17 and later `logical replication apply
+/// worker`, and `logical replication parallel worker` for parallel apply.
+pub const APPLY_WORKER: &str = "backend_type IN ('logical replication worker', \
+    'logical replication apply worker', 'logical replication parallel worker')";
 
 /// A publisher-ready cluster: logical WAL, prepared transactions, and a small
 /// `logical_decoding_work_mem` so that modest transactions already stream.

@@ -151,3 +151,37 @@ pub fn subscribed_pair(name: &str, conflict: &str) -> (Cluster, Cluster) {
     );
     (publisher, subscriber)
 }
+
+/// Waits until every table of database `db`'s subscriptions on `subscriber` is synchronised
+/// (`pg_subscription_rel` all `r`eady): before that, the apply worker leaves their rows to the
+/// table sync workers, so a row written meanwhile may arrive later than a catch-up says.
+pub fn wait_synchronised(subscriber: &Cluster, db: &str) {
+    crate::wait_for(
+        "the subscribed tables to be synchronised",
+        Duration::from_secs(60),
+        || {
+            let pending = subscriber
+                .psql(
+                    db,
+                    "SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'",
+                )
+                .map_err(|e| e.to_string())?;
+            (pending == "0").then_some(()).ok_or(pending)
+        },
+    );
+}
+
+/// Asserts that a CREATE SUBSCRIPTION that failed left nothing behind: no subscription on
+/// `subscriber`, no slot on `publisher`.
+pub fn assert_no_subscription_made(subscriber: &Cluster, publisher: &Cluster) {
+    assert_eq!(
+        query(subscriber, "SELECT count(*) FROM pg_subscription"),
+        "0",
+        "a subscription was left behind"
+    );
+    assert_eq!(
+        query(publisher, "SELECT count(*) FROM pg_replication_slots"),
+        "0",
+        "a slot was left behind"
+    );
+}

@@ -37,7 +37,7 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The version in `ddl_sync-<version>-pg15.tar.gz`.
+/// The version in `ddl_sync-<version>-pg<major>.tar.gz`.
 fn archive_version(archive: &Path) -> String {
     let name = archive.file_name().expect("a file").to_string_lossy();
     name.strip_prefix("ddl_sync-")
@@ -65,7 +65,16 @@ fn the_archive_installs_and_the_readme_quickstart_runs_as_written() {
     let blocks = section_blocks(&readme, "## Quickstart");
     let archive = debug_archive();
     let version = archive_version(&archive);
-    let top = format!("ddl_sync-{version}-pg15/");
+    // ddl_sync-<version>-pg<major>/, for the major it was built for.
+    let top = format!(
+        "{}/",
+        archive
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".tar.gz"))
+            .expect("an archive name")
+    );
+    assert!(top.starts_with(&format!("ddl_sync-{version}-pg")), "{top}");
 
     // Self-describing: INSTALL, README and the installer beside the tree.
     let listing = run_sh(
@@ -501,6 +510,14 @@ fn extension_objects(pg: &Cluster, db: &str) -> ExtensionObjects {
         .map(str::to_string),
     );
     // ALTER EXTENSION ... DROP takes TYPE for what pg_identify_object calls a composite type.
+    // 18 also lists the row type of each member table and view and the array type of each
+    // member type, which go with the object they belong to and cannot be dropped by themselves.
+    let droppable = format!(
+        "{members_sql}
+           AND NOT (d.classid = 'pg_type'::regclass AND EXISTS (
+                    SELECT FROM pg_type t LEFT JOIN pg_class c ON c.oid = t.typrelid
+                     WHERE t.oid = d.objid AND (t.typcategory = 'A' OR c.relkind <> 'c')))"
+    );
     psql_in(
         pg,
         db,
@@ -508,7 +525,7 @@ fn extension_objects(pg: &Cluster, db: &str) -> ExtensionObjects {
             "DO $$
              DECLARE m record;
              BEGIN
-                 FOR m IN {members_sql} LOOP
+                 FOR m IN {droppable} LOOP
                      EXECUTE format('ALTER EXTENSION ddl_sync DROP %s %s',
                                     CASE m.type WHEN 'composite type' THEN 'type' ELSE m.type END,
                                     m.identity);

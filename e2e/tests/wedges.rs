@@ -323,7 +323,7 @@ fn a_table_the_statement_could_not_make_here_is_made_from_its_definition() {
             "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod)
                                || ' ' || attcollation::regcollation, ', ' ORDER BY attnum)
                  || ' ' || pg_get_constraintdef((SELECT oid FROM pg_constraint
-                                                  WHERE conrelid = 'liked'::regclass))
+                                                  WHERE conrelid = 'liked'::regclass AND contype = 'p'))
                FROM pg_attribute WHERE attrelid = 'liked'::regclass AND attnum > 0"
         ),
         "a integer -, b text \"C\", c integer - PRIMARY KEY (c)"

@@ -34,6 +34,7 @@ const KILL_WAIT: Duration = Duration::from_secs(60);
 /// | `listen_addresses` | `127.0.0.1` | nothing outside the machine can connect |
 /// | `unix_socket_directories` | the cluster's own temp dir | no clash with a system server |
 /// | `port` | a free TCP port | picked by binding 127.0.0.1:0 |
+/// | `output_plugin_libraries` | `pgoutput, test_decoding, ddl_pgoutput`, only on servers that have the parameter (15.19, 16.15, 17.11, 18.6 and later) | those load no other output plugin; older ones would not start with it |
 ///
 /// initdb runs with `--auth=trust -U postgres --locale=C --encoding=UTF8`: the superuser is
 /// `postgres` and needs no password. Lines given with [`conf`](ClusterBuilder::conf) come last
@@ -146,6 +147,12 @@ impl ClusterBuilder {
             ("fsync".to_string(), "off".to_string()),
             ("shared_buffers".to_string(), "32MB".to_string()),
         ];
+        if os::has_setting(&cluster.bindir, "output_plugin_libraries") {
+            lines.push((
+                "output_plugin_libraries".to_string(),
+                "pgoutput, test_decoding, ddl_pgoutput".to_string(),
+            ));
+        }
         if !self.preload.is_empty() {
             lines.push((
                 "shared_preload_libraries".to_string(),

@@ -202,6 +202,21 @@ pub(crate) fn default_bindir() -> PathBuf {
     bindir_of("pg_config".as_ref()).unwrap_or(debian)
 }
 
+/// Whether the server of `bindir` has the setting `name` (`postgres --describe-config`, which
+/// root may run).
+pub(crate) fn has_setting(bindir: &Path, name: &str) -> bool {
+    Command::new(bindir.join("postgres"))
+        .arg("--describe-config")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .is_some_and(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .any(|l| l.split('\t').next() == Some(name))
+        })
+}
+
 /// The postmaster's PID, from the first line of `data/postmaster.pid`.
 pub(crate) fn postmaster_pid(data: &Path) -> Result<u32, Error> {
     let file = data.join("postmaster.pid");

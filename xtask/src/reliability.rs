@@ -523,7 +523,9 @@ fn contention_section(
          SELECT a.pid, a.wait_event_type, a.wait_event, pg_blocking_pids(a.pid) AS blocked_by,\n\
          \x20      l.mode, l.relation::regclass, a.query\n\
          \x20 FROM pg_stat_activity a LEFT JOIN pg_locks l ON l.pid = a.pid AND NOT l.granted\n\
-         \x20WHERE a.backend_type = 'logical replication worker';\n\
+         \x20WHERE a.backend_type IN ('logical replication worker',          -- 15, 16\n\
+         \x20                         'logical replication apply worker',    -- 17 and later\n\
+         \x20                         'logical replication parallel worker');\n\
          ```\n\n\
          | scenario | wait event | waiting for | blocked by the local session | pg_stat_activity.query | outcome | apply log | both sides equal | result |\n\
          |---|---|---|---|---|---|---|---|---|\n",

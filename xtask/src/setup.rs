@@ -63,7 +63,7 @@ impl Pg {
 
     /// Its pg_config: Debian's versioned path for 15 (not the postgresql-common wrapper in
     /// /usr/bin, which answers for the newest installed major), the private prefix for 18.
-    fn default_pg_config(self) -> PathBuf {
+    pub fn default_pg_config(self) -> PathBuf {
         match self {
             Pg::V15 => PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"),
             Pg::V18 => Path::new(PG18_PREFIX).join("bin/pg_config"),
@@ -73,10 +73,10 @@ impl Pg {
 
 static SELECTED: OnceLock<Pg> = OnceLock::new();
 
-/// Takes `--pg N` out of a command line: the version every task of this run builds for, tests and
-/// installs into (15 without it). Exported as `DDL_PG_CONFIG` so that the tests, test kit and
-/// tools xtask starts use the same server; a `DDL_PG_CONFIG` set by the caller (a PostgreSQL of
-/// their own) is kept.
+/// Takes `--pg N` out of a command line: the version every task of this run builds for, tests
+/// and installs into (without it, that of `$DDL_PG_CONFIG`, else 15). Exported as
+/// `DDL_PG_CONFIG` so that the tests, test kit and tools xtask starts use the same server; a
+/// `DDL_PG_CONFIG` set by the caller (a PostgreSQL of their own) is kept.
 pub fn select(args: &mut Vec<String>) -> Result {
     let pg = match args.iter().position(|a| a == "--pg") {
         Some(i) => {
@@ -87,13 +87,36 @@ pub fn select(args: &mut Vec<String>) -> Result {
             args.drain(i..i + 2);
             pg
         }
-        None => Pg::V15,
+        // A PostgreSQL named by the caller (or by the xtask that started this one): its major.
+        None => match std::env::var_os("DDL_PG_CONFIG") {
+            Some(config) => {
+                let version = Cmd::new(&config).args(["--version"]).read()?;
+                let major = version
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.split('.').next())
+                    .ok_or_else(|| format!("pg_config --version said {version:?}"))?;
+                Pg::parse(major)?
+            }
+            None => {
+                UNCHOSEN.store(true, std::sync::atomic::Ordering::Relaxed);
+                Pg::V15
+            }
+        },
     };
     SELECTED.set(pg).map_err(|_| "--pg given twice")?;
     if std::env::var_os("DDL_PG_CONFIG").is_none() {
         std::env::set_var("DDL_PG_CONFIG", pg.default_pg_config());
     }
     Ok(())
+}
+
+static UNCHOSEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this run was given no version (no `--pg`, no `DDL_PG_CONFIG`): `test` then covers
+/// every version, one after the other.
+pub fn no_version_chosen() -> bool {
+    UNCHOSEN.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The version this run targets (see [`select`]).
@@ -333,7 +356,7 @@ fn build_pg18() -> Result {
     if let Ok(from) = std::fs::read_to_string(&stamp) {
         println!(
             "setup: PostgreSQL 18 in {PG18_PREFIX}, built from {}",
-            from.trim()
+            from.lines().next().unwrap_or("")
         );
         return Ok(());
     }
@@ -375,7 +398,13 @@ fn build_pg18() -> Result {
     as_root([
         "sh",
         "-c",
-        &format!("echo 'postgresql-18 {version}' > {}", stamp.display()),
+        // The package it came from, and its source tree: the regression suite of that version
+        // (e2e's `regress`) runs from there.
+        &format!(
+            "printf 'postgresql-18 {version}\\n%s\\n' '{}' > {}",
+            source.display(),
+            stamp.display()
+        ),
     ])
 }
 

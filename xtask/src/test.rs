@@ -2,7 +2,9 @@
 //!
 //! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump and ddl-filter need no
 //! PostgreSQL at all; testkit starts its own clusters); the pgrx crates run under `cargo pgrx
-//! test` as the `postgres` OS user, because root cannot run a server.
+//! test` as the `postgres` OS user, because root cannot run a server. Without `--pg`, all of it
+//! runs on PostgreSQL 15 and then on 18 (`--pg 15` or `--pg 18` runs one): the server crates
+//! built with that version's feature, the clusters from its bindir (`DDL_PG_CONFIG`).
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
@@ -21,6 +23,9 @@ const CARGO_TEST_CRATES: &[&str] = &[
     "ddl-bench",
     "xtask",
 ];
+
+/// The crates that build against a PostgreSQL version (its cargo feature, `pg15` by default).
+const SERVER_CRATES: &[&str] = &["ddl-server", "ddl-capture", "ddl-decode", "ddl-apply"];
 
 /// Crates with `#[pg_test]`s, each run by `cargo pgrx test` in its own directory. (`ddl-decode`
 /// is a plugin, not an extension: `ddl-e2e` tests it on clusters.)
@@ -47,6 +52,19 @@ pub fn run(args: &[&str]) -> Result {
         ])
         .dir(&root)
         .run()?;
+    if setup::pg() != setup::Pg::V15 {
+        // The workspace builds for 15 by default; the server crates again for this version.
+        let mut clippy = vec!["clippy", "--all-targets"];
+        for c in SERVER_CRATES {
+            clippy.extend(["-p", c]);
+        }
+        Cmd::new("cargo")
+            .args(clippy)
+            .args(setup::pg().cargo_features())
+            .args(["--", "-D", "warnings"])
+            .dir(&root)
+            .run()?;
+    }
     let mut plain = vec!["test"];
     for c in CARGO_TEST_CRATES {
         plain.extend(["-p", c]);
@@ -66,11 +84,33 @@ pub fn run(args: &[&str]) -> Result {
     // server would, so the current build is installed first. (tests/package.rs packs the same
     // debug build with `cargo xtask package --debug` and installs it into a private tree.)
     install(Profile::Debug)?;
-    Cmd::new("cargo")
+    let mut e2e = Cmd::new("cargo")
         .args(["test", "-p", "ddl-e2e"])
         .env_remove("RUST_BACKTRACE")
-        .dir(&root)
-        .run()?;
+        .dir(&root);
+    if setup::pg() != setup::Pg::V15 {
+        // Replication between majors (tests/cross_version.rs): 15, always there, gets this
+        // tree's libraries too.
+        Cmd::new("cargo")
+            .args(["xtask", "--pg", "15", "install", "--debug"])
+            .env_remove("DDL_PG_CONFIG")
+            .dir(&root)
+            .run()?;
+        e2e = e2e.env("DDL_PG_CONFIG_PEER", setup::Pg::V15.default_pg_config());
+    }
+    e2e.run()?;
+    if setup::no_version_chosen() {
+        // Every other version in its own run, as `--pg N` would: the version is the whole
+        // process's (its features, its DDL_PG_CONFIG).
+        for pg in setup::Pg::ALL.into_iter().filter(|&pg| pg != setup::pg()) {
+            Cmd::new("cargo")
+                .args(["xtask", "--pg", pg.major(), "test"])
+                .env_remove("DDL_PG_CONFIG")
+                .env_remove("RUST_BACKTRACE")
+                .dir(&root)
+                .run()?;
+        }
+    }
     println!("test: all passed");
     Ok(())
 }

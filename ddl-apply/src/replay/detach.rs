@@ -138,19 +138,13 @@ impl PendingCheck {
         let lock = pg_sys::ShareUpdateExclusiveLock as pg_sys::LOCKMODE;
         // SAFETY: the caller's promise: the table exists; it stays open until the close below.
         let rel = unsafe { pg_sys::table_open(relid, lock) };
-        // SAFETY: a zeroed node of the right size, whose fields are those of the cooked CHECK
-        // constraint ATAddCheckConstraint passes on; nothing reads it before they are set.
+        // SAFETY: `name` is the caller's; the expression a copy in this transaction's context,
+        // like the node: the cooked CHECK constraint ATAddCheckConstraint passes on.
         let constraint = unsafe {
-            let constraint = pg_sys::palloc0(std::mem::size_of::<pg_sys::Constraint>())
-                .cast::<pg_sys::Constraint>();
-            (*constraint).type_ = pg_sys::NodeTag::T_Constraint;
-            (*constraint).contype = pg_sys::ConstrType::CONSTR_CHECK;
-            (*constraint).conname = name;
-            (*constraint).location = -1;
-            (*constraint).cooked_expr = pg_sys::pstrdup(self.cooked.as_ptr());
-            (*constraint).initially_valid = true;
-            (*constraint).skip_validation = true;
-            constraint
+            ddl_server::versions::cooked_check_constraint(
+                name,
+                pg_sys::pstrdup(self.cooked.as_ptr()),
+            )
         };
         // SAFETY: `rel` is open and locked, `constraint` complete; the lock stays until the end
         // of the transaction, as the detach's own.

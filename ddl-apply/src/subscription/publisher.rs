@@ -25,6 +25,15 @@ pub(super) struct Refused {
     message: String,
 }
 
+impl Refused {
+    /// The publisher's message without its severity prefix and without the lines (DETAIL,
+    /// HINT) libpq adds after it.
+    fn first_line(&self) -> &str {
+        let line = self.message.lines().next().unwrap_or("");
+        line.strip_prefix("ERROR:").map_or(line, str::trim_start)
+    }
+}
+
 impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -239,7 +248,7 @@ impl Publisher {
                 ),
                 "ddl_sync",
             )
-            .set_detail(format!("The publisher said: {}", e.message.trim_end()))
+            .set_detail(format!("The publisher said: {}", e.first_line()))
             .set_hint(format!(
                 "On the publisher, add {PLUGIN} to output_plugin_libraries (PostgreSQL 15.19, \
                  16.15, 17.11, 18.6 and later), keeping the plugins it lists, e.g. \

@@ -258,7 +258,7 @@ fn pg_regress(
         .or_else(|| Command::new("chmod").arg("777").arg(&results).status().ok())
         .ok_or("cannot give the results directory to the server")?;
     let started = Instant::now();
-    let status = Command::new(&suite.pg_regress)
+    let run = Command::new(&suite.pg_regress)
         .args(["--use-existing", "--host=127.0.0.1", "--user=postgres"])
         .arg(format!("--dbname={DATABASE}"))
         .arg(format!("--port={}", pg.port()))
@@ -272,16 +272,22 @@ fn pg_regress(
         .arg(format!("--schedule={}", schedule.display()))
         .env_remove("PGOPTIONS")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
+        .stderr(std::process::Stdio::piped())
+        .output()
         .map_err(|e| format!("cannot run {}: {e}", suite.pg_regress.display()))?;
+    let status = run.status;
     let seconds = started.elapsed().as_secs_f64();
     let summary = std::fs::read_to_string(out.join("regression.out")).unwrap_or_default();
-    let failed = summary.lines().filter(|l| l.contains("... FAILED")).count();
+    // 15 prints `test ... FAILED`; 16 and later print TAP, `not ok N - test`.
+    let failed = summary
+        .lines()
+        .filter(|l| l.contains("... FAILED") || l.starts_with("not ok "))
+        .count();
     if !status.success() && failed == 0 {
         return Err(format!(
-            "pg_regress on {} failed ({status}) without a test failing",
-            pg.name()
+            "pg_regress on {} failed ({status}) without a test failing: {}",
+            pg.name(),
+            String::from_utf8_lossy(&run.stderr).trim()
         ));
     }
     Ok(RegressRun {

@@ -33,9 +33,38 @@ impl Suite {
             .map(str::to_string)
             .ok_or("pg_config --version does not name a version")?;
         let package = format!("postgresql-{major}");
-        let version = output(Command::new("dpkg-query").args(["-W", "-f=${Version}", &package]))?;
-        let home = cache.join(format!("{package}_{version}"));
-        let source = home.join("source");
+        let built = PathBuf::from(pg_config_value(pg_config, "--bindir")?).join("../BUILT-FROM");
+        let (version, source, home) = match std::fs::read_to_string(&built) {
+            // A server built from Debian's source package by `cargo xtask setup`: the first
+            // line names the package, the second its source tree, whose suite is copied here
+            // (the server reads the suite's data files, and that tree may be in a home
+            // directory the server's OS user cannot enter).
+            Ok(text) => {
+                let mut lines = text.lines();
+                let version = lines
+                    .next()
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .ok_or_else(|| format!("{} names no version", built.display()))?
+                    .to_string();
+                let built_source = PathBuf::from(
+                    lines
+                        .next()
+                        .ok_or_else(|| format!("{} names no source tree", built.display()))?,
+                );
+                let home = cache.join(format!("{package}_{version}"));
+                let source = home.join("source");
+                if !source.join("src/test/regress/parallel_schedule").exists() {
+                    copy_suite(&built_source, &source)?;
+                }
+                (version, source, home)
+            }
+            Err(_) => {
+                let version =
+                    output(Command::new("dpkg-query").args(["-W", "-f=${Version}", &package]))?;
+                let home = cache.join(format!("{package}_{version}"));
+                (version, home.join("source"), home)
+            }
+        };
         let suite = Suite {
             regress_dir: source.join("src/test/regress"),
             lib_dir: home.join("lib"),
@@ -44,7 +73,7 @@ impl Suite {
             package: format!("{package} {version}"),
         };
         if !source.join("src/test/regress/parallel_schedule").exists() {
-            fetch_source(&home, &package, &version)?;
+            fetch_source(&home, &source, &package, &version)?;
         }
         if !suite.lib_dir.join("regress.so").exists() {
             build_lib(pg_config, &suite)?;
@@ -65,10 +94,20 @@ impl Suite {
     }
 }
 
-/// Downloads the source package and unpacks it (Debian's patches applied) into `home/source`.
-fn fetch_source(home: &Path, package: &str, version: &str) -> Result<(), String> {
+/// Copies `src/test/regress` of the source tree `from` into the source tree `to`.
+fn copy_suite(from: &Path, to: &Path) -> Result<(), String> {
+    let dir = to.join("src/test");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(from.join("src/test/regress"))
+        .arg(&dir))
+}
+
+/// Downloads the source package and unpacks it (Debian's patches applied) into `source`.
+fn fetch_source(home: &Path, source: &Path, package: &str, version: &str) -> Result<(), String> {
     let apt = AptSources::update(&home.join("apt"), None).map_err(|e| e.to_string())?;
-    apt.unpack(package, version, &home.join("source"))
+    apt.unpack(package, version, source)
         .map_err(|e| e.to_string())
 }
 

@@ -1,0 +1,177 @@
+//! Replication between PostgreSQL majors, DDL included: the upgrade path users take with logical
+//! replication (an old publisher, a new subscriber) and its reverse. The peer server is the
+//! one `DDL_PG_CONFIG_PEER` names, which `cargo xtask test` sets (with our libraries installed
+//! there) when it runs the suite on 18; elsewhere this test says it has no peer and checks
+//! nothing.
+
+use ddl_e2e::{psql_verbose, query, wait_caught_up, wait_synchronised};
+use ddl_testkit::{Cluster, ClusterBuilder};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The bindir of the peer server, when there is one.
+fn peer_bindir() -> Option<PathBuf> {
+    let config = std::env::var_os("DDL_PG_CONFIG_PEER").filter(|c| !c.is_empty())?;
+    let out = Command::new(&config)
+        .arg("--bindir")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", config.to_string_lossy()));
+    assert!(
+        out.status.success(),
+        "{} --bindir failed",
+        config.to_string_lossy()
+    );
+    Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn cluster(name: &str, bindir: Option<&PathBuf>, preload: &[&str]) -> Cluster {
+    let mut builder = ClusterBuilder::new();
+    builder
+        .name(name)
+        .shared_preload_libraries(preload)
+        .conf("wal_retrieve_retry_interval", "1s");
+    if let Some(dir) = bindir {
+        builder.bindir(dir);
+    }
+    let pg = builder
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start cluster {name}: {e}"));
+    query(&pg, "CREATE EXTENSION ddl_sync");
+    pg
+}
+
+fn major(pg: &Cluster) -> String {
+    query(
+        pg,
+        "SELECT current_setting('server_version_num')::int / 10000",
+    )
+}
+
+/// The columns of table `t`, as the subscriber must see them.
+fn columns(pg: &Cluster) -> String {
+    query(
+        pg,
+        "SELECT string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+           FROM information_schema.columns WHERE table_name = 't'",
+    )
+}
+
+/// `subscriber` subscribes to publication `p` of `publisher` in database `db`, with one CREATE
+/// SUBSCRIPTION that replays every kind of DDL and skips what fails, and waits for the tables.
+fn subscribe(subscriber: &Cluster, publisher: &Cluster, db: &str, name: &str) {
+    let (ok, said) = psql_verbose(
+        subscriber,
+        db,
+        &format!(
+            "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
+                 WITH (ddl = 'all', ddl_conflict = 'skip');",
+            publisher.connstr(db)
+        ),
+    );
+    assert!(ok, "{said}");
+    wait_synchronised(subscriber, db);
+}
+
+/// `publisher` replicates DDL and rows to `subscriber` through a subscription made with one
+/// CREATE SUBSCRIPTION.
+fn replicates(publisher: &Cluster, subscriber: &Cluster) {
+    query(
+        publisher,
+        "CREATE TABLE t (id int PRIMARY KEY, name text);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    );
+    query(subscriber, "CREATE TABLE t (id int PRIMARY KEY, name text)");
+    subscribe(subscriber, publisher, "postgres", "sub");
+    query(
+        publisher,
+        "INSERT INTO t VALUES (1, 'one');
+         ALTER TABLE t ADD COLUMN amount numeric(10,2) DEFAULT 0;
+         CREATE INDEX t_name ON t (name);
+         CREATE TABLE u (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, t_id int REFERENCES t);
+         INSERT INTO t VALUES (2, 'two', 2.5);
+         INSERT INTO u (t_id) VALUES (2);",
+    );
+    wait_caught_up(publisher, subscriber, "sub", TIMEOUT);
+    assert_eq!(columns(subscriber), columns(publisher));
+    assert_eq!(
+        query(
+            subscriber,
+            "SELECT string_agg(id || ':' || name || ':' || amount, ',' ORDER BY id) FROM t"
+        ),
+        "1:one:0.00,2:two:2.50"
+    );
+    assert_eq!(query(subscriber, "SELECT t_id FROM u"), "2");
+    assert_eq!(
+        query(
+            subscriber,
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 't_name'"
+        ),
+        "CREATE INDEX t_name ON public.t USING btree (name)"
+    );
+}
+
+#[test]
+fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
+    let Some(peer) = peer_bindir() else {
+        println!("cross_version: no DDL_PG_CONFIG_PEER, so no second PostgreSQL to replicate with");
+        return;
+    };
+    let this = cluster("xv-this", None, &["ddl_pgoutput", "ddl_sync"]);
+    let other = cluster("xv-peer", Some(&peer), &["ddl_pgoutput", "ddl_sync"]);
+    assert_ne!(
+        major(&this),
+        major(&other),
+        "the peer is another major version"
+    );
+    let (old, new) = if major(&this) < major(&other) {
+        (&this, &other)
+    } else {
+        (&other, &this)
+    };
+    replicates(old, new);
+    // The reverse, in other databases of the same servers.
+    for pg in [old, new] {
+        query(pg, "CREATE DATABASE back");
+        pg.psql("back", "CREATE EXTENSION ddl_sync")
+            .expect("extension");
+    }
+    let (ok, said) = psql_verbose(
+        new,
+        "back",
+        "CREATE TABLE t (id int PRIMARY KEY, name text);
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');",
+    );
+    assert!(ok, "{said}");
+    old.psql("back", "CREATE TABLE t (id int PRIMARY KEY, name text)")
+        .expect("table");
+    subscribe(old, new, "back", "back");
+    // A statement the older server cannot parse: refused there with its parser's own message
+    // (whatever the conflict policy: no retry would parse it), and replication goes on.
+    new.psql(
+        "back",
+        "ALTER TABLE t ADD COLUMN shout text GENERATED ALWAYS AS (upper(name)) VIRTUAL;
+         ALTER TABLE t ADD COLUMN note text;
+         INSERT INTO t (id, name, note) VALUES (1, 'one', 'after');",
+    )
+    .expect("publisher DDL");
+    wait_caught_up(new, old, "back", TIMEOUT);
+    let failed = old
+        .psql(
+            "back",
+            "SELECT apply_status || ': ' || coalesce(apply_detail, '') FROM ddl_sync.events
+              WHERE sql LIKE '%VIRTUAL%'",
+        )
+        .expect("apply log");
+    assert!(
+        failed.starts_with("refused: this server cannot parse it: syntax error at or near"),
+        "{failed}"
+    );
+    assert_eq!(
+        old.psql("back", "SELECT name || ':' || note FROM t")
+            .expect("rows"),
+        "one:after"
+    );
+}
