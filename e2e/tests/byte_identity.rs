@@ -5,6 +5,7 @@
 use ddl_e2e::{
     ddl_publisher, hex_messages, peek_hex, pgbench, pgbench_command, publisher, strip_ddl_events,
 };
+use ddl_testkit::Cluster;
 use ddl_wire::{ProtocolContext, Streaming};
 
 /// Touches every pgoutput message type PostgreSQL 15 sends: a sample, not the full golden
@@ -46,10 +47,10 @@ TRUNCATE full_ident, wide RESTART IDENTITY;
 "#;
 
 /// The option sets both tests decode with, and the pair of slots ("plain" or "twophase") each
-/// needs.
-fn option_cases() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+/// needs: protocols 1 to 3 everywhere, and 4 (`streaming = parallel`) on a server that has it.
+fn option_cases(pg: &Cluster) -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
     let pub_ = ("publication_names", "p");
-    vec![
+    let mut cases = vec![
         ("plain", vec![("proto_version", "1"), pub_]),
         (
             "plain",
@@ -86,7 +87,29 @@ fn option_cases() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
                 ("binary", "true"),
             ],
         ),
-    ]
+    ];
+    let version: u32 = pg
+        .psql("postgres", "SHOW server_version_num")
+        .expect("server version")
+        .parse()
+        .expect("a number");
+    if version >= 160000 {
+        cases.push((
+            "plain",
+            vec![("proto_version", "4"), pub_, ("streaming", "parallel")],
+        ));
+        cases.push((
+            "twophase",
+            vec![
+                ("proto_version", "4"),
+                pub_,
+                ("two_phase", "on"),
+                ("streaming", "parallel"),
+                ("messages", "true"),
+            ],
+        ));
+    }
+    cases
 }
 
 const SLOTS: &str = "
@@ -101,7 +124,7 @@ fn ddl_pgoutput_output_equals_pgoutput_output() {
     pg.psql("postgres", SLOTS).expect("slots");
     pg.psql("postgres", WORKLOAD).expect("workload");
 
-    let cases = option_cases();
+    let cases = option_cases(&pg);
     for (pair, options) in &cases {
         let options = options.as_slice();
         let expected =
@@ -411,7 +434,7 @@ fn with_ddl_on_ddl_pgoutput_is_pgoutput_plus_ddl_events() {
         .expect("DDL between pgbench runs");
     pgbench(&pg, &["-t", "50", "-c", "2", "-n"]);
 
-    for (pair, options) in &option_cases() {
+    for (pair, options) in &option_cases(&pg) {
         let options = options.as_slice();
         let has = |name: &str| options.iter().any(|(k, v)| *k == name && *v != "false");
         let proto: u32 = options
@@ -419,10 +442,10 @@ fn with_ddl_on_ddl_pgoutput_is_pgoutput_plus_ddl_events() {
             .find(|(k, _)| *k == "proto_version")
             .map(|(_, v)| v.parse().unwrap())
             .unwrap();
-        let streaming = if has("streaming") {
-            Streaming::On
-        } else {
-            Streaming::Off
+        let streaming = match options.iter().find(|(k, _)| *k == "streaming") {
+            Some((_, "parallel")) => Streaming::Parallel,
+            Some(_) => Streaming::On,
+            None => Streaming::Off,
         };
         let ctx = ProtocolContext::new(proto, streaming).unwrap();
 
