@@ -213,3 +213,12 @@ pub unsafe fn cooked_check_constraint(
         constraint
     }
 }
+
+/// `pg_subscription`'s failover flag as an SQL expression on `s` (the catalog row): 17 added
+/// failover slots; before, no slot fails over.
+#[cfg(feature = "pg15")]
+pub const SUBSCRIPTION_FAILOVER_SQL: &str = "false";
+/// `pg_subscription`'s failover flag as an SQL expression on `s` (the catalog row): 17 added
+/// failover slots; before, no slot fails over.
+#[cfg(not(feature = "pg15"))]
+pub const SUBSCRIPTION_FAILOVER_SQL: &str = "s.subfailover";

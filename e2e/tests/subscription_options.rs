@@ -403,3 +403,33 @@ fn two_phase_connect_false_and_refresh_follow_postgresql() {
         "r"
     );
 }
+
+/// PostgreSQL 17 and later: `failover = true` makes the slot a failover slot, as PostgreSQL's
+/// own slot creation would, and ALTER SUBSCRIPTION changes it on our slot too.
+#[test]
+fn failover_makes_a_failover_slot() {
+    let publisher = publisher("subopt-failover-pub", "all");
+    let version: u32 = query(&publisher, "SHOW server_version_num")
+        .parse()
+        .unwrap();
+    if version < 170000 {
+        println!("failover: PostgreSQL {version} has no failover slots");
+        return;
+    }
+    let subscriber = ddl_subscriber("subopt-failover-sub", &["ddl_sync"]);
+    query(&subscriber, "CREATE TABLE t (id int PRIMARY KEY)");
+    let (ok, said) = create_subscription(
+        &subscriber,
+        "postgres",
+        &publisher,
+        "ddl = 'all', failover = true",
+    );
+    assert!(ok, "{said}");
+    let failover =
+        "SELECT plugin || ' ' || failover FROM pg_replication_slots WHERE slot_name = 'sub'";
+    assert_eq!(query(&publisher, failover), "ddl_pgoutput true");
+    // Each its own transaction: changing failover alters the slot on the publisher.
+    query(&subscriber, "ALTER SUBSCRIPTION sub DISABLE");
+    query(&subscriber, "ALTER SUBSCRIPTION sub SET (failover = false)");
+    assert_eq!(query(&publisher, failover), "ddl_pgoutput false");
+}

@@ -275,6 +275,8 @@ struct Catalog {
     publications: Vec<String>,
     /// Relations in pg_subscription_rel (PostgreSQL's "tables" of CREATE SUBSCRIPTION).
     relations: i64,
+    /// `failover = true` (17 and later): the slot is synchronised to the publisher's standbys.
+    failover: bool,
 }
 
 /// `None` when the current user may not read the connection string (a non-superuser owner).
@@ -282,11 +284,15 @@ fn read_catalog(subid: pg_sys::Oid) -> Option<Catalog> {
     Spi::connect(|client| {
         let mut rows = client
             .select(
-                "SELECT s.subconninfo, s.subslotname::text, s.subpublications,
-                        (SELECT count(*) FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid = s.oid)
-                   FROM pg_catalog.pg_subscription s
-                  WHERE s.oid = $1
-                    AND pg_catalog.has_column_privilege('pg_catalog.pg_subscription', 'subconninfo', 'SELECT')",
+                &format!(
+                    "SELECT s.subconninfo, s.subslotname::text, s.subpublications,
+                            (SELECT count(*) FROM pg_catalog.pg_subscription_rel r WHERE r.srsubid = s.oid),
+                            {}
+                       FROM pg_catalog.pg_subscription s
+                      WHERE s.oid = $1
+                        AND pg_catalog.has_column_privilege('pg_catalog.pg_subscription', 'subconninfo', 'SELECT')",
+                    ddl_server::versions::SUBSCRIPTION_FAILOVER_SQL
+                ),
                 None,
                 &[subid.into()],
             )
@@ -297,6 +303,7 @@ fn read_catalog(subid: pg_sys::Oid) -> Option<Catalog> {
             slot: row.get::<String>(2).ok().flatten(),
             publications: row.get::<Vec<String>>(3).ok().flatten()?,
             relations: row.get::<i64>(4).ok().flatten().unwrap_or(0),
+            failover: row.get::<bool>(5).ok().flatten().unwrap_or(false),
         })
     })
 }
@@ -335,7 +342,7 @@ fn finish(request: &Request) {
                 // As PostgreSQL 15: two-phase from the start only when no table needs a sync;
                 // otherwise the apply worker enables it once every table is ready.
                 let two_phase = create.two_phase && !create.copy_data && catalog.relations > 0;
-                publisher.create_slot(slot, two_phase);
+                publisher.create_slot(slot, two_phase, catalog.failover);
                 if two_phase {
                     // SAFETY: the subscription PostgreSQL created in this transaction; its
                     // catalog row is updated as the apply worker would once tables are ready.

@@ -225,13 +225,14 @@ impl Publisher {
     }
 
     /// Creates logical slot `slot` with plugin `ddl_pgoutput`, as PostgreSQL's
-    /// walrcv_create_slot does with pgoutput (no snapshot; two-phase when asked), and with the
-    /// same error.
-    pub(super) fn create_slot(&self, slot: &str, two_phase: bool) {
+    /// walrcv_create_slot does with pgoutput (no snapshot; two-phase and failover when asked),
+    /// and with the same error.
+    pub(super) fn create_slot(&self, slot: &str, two_phase: bool, failover: bool) {
         // The name passed ReplicationSlotValidateName in CREATE SUBSCRIPTION: [a-z0-9_] only.
         let command = format!(
-            "CREATE_REPLICATION_SLOT \"{slot}\" LOGICAL {PLUGIN} (SNAPSHOT 'nothing'{})",
-            if two_phase { ", TWO_PHASE" } else { "" }
+            "CREATE_REPLICATION_SLOT \"{slot}\" LOGICAL {PLUGIN} (SNAPSHOT 'nothing'{}{})",
+            if two_phase { ", TWO_PHASE" } else { "" },
+            if failover { ", FAILOVER" } else { "" }
         );
         // slot_name, consistent_point, snapshot_name, output_plugin
         let Err(e) = self.first_value(&command, 4) else {
