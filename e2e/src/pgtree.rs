@@ -35,7 +35,8 @@ fn system_pg_config() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"))
 }
 
-fn pg_config_dir(pg_config: &Path, flag: &str) -> PathBuf {
+/// What `pg_config` answers to `flag` (`--bindir`), as a path; panics when it cannot tell.
+pub fn pg_config_dir(pg_config: &Path, flag: &str) -> PathBuf {
     let out = Command::new(pg_config)
         .arg(flag)
         .output()

@@ -4,10 +4,10 @@
 //! there) when it runs the suite on 18; elsewhere this test says it has no peer and checks
 //! nothing.
 
+use ddl_e2e::pgtree::pg_config_dir;
 use ddl_e2e::{psql_verbose, query, wait_caught_up, wait_synchronised};
 use ddl_testkit::{Cluster, ClusterBuilder};
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
@@ -15,16 +15,7 @@ const TIMEOUT: Duration = Duration::from_secs(60);
 /// The bindir of the peer server, when there is one.
 fn peer_bindir() -> Option<PathBuf> {
     let config = std::env::var_os("DDL_PG_CONFIG_PEER").filter(|c| !c.is_empty())?;
-    let out = Command::new(&config)
-        .arg("--bindir")
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", config.to_string_lossy()));
-    assert!(
-        out.status.success(),
-        "{} --bindir failed",
-        config.to_string_lossy()
-    );
-    Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    Some(pg_config_dir(Path::new(&config), "--bindir"))
 }
 
 fn cluster(name: &str, bindir: Option<&PathBuf>, preload: &[&str]) -> Cluster {

@@ -1,9 +1,11 @@
 //! Operating-system details: who we are, running server programs as `postgres`, bounded waits.
 
 use crate::error::{Error, ErrorKind};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The OS user that owns clusters when we run as root (root may not run initdb or postgres).
@@ -203,18 +205,29 @@ pub(crate) fn default_bindir() -> PathBuf {
 }
 
 /// Whether the server of `bindir` has the setting `name` (`postgres --describe-config`, which
-/// root may run).
+/// root may run). Each bindir's settings are read once per process: every cluster asks.
 pub(crate) fn has_setting(bindir: &Path, name: &str) -> bool {
-    Command::new(bindir.join("postgres"))
-        .arg("--describe-config")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .is_some_and(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .any(|l| l.split('\t').next() == Some(name))
+    static SETTINGS: Mutex<BTreeMap<PathBuf, Vec<String>>> = Mutex::new(BTreeMap::new());
+    let mut known = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    known
+        .entry(bindir.to_path_buf())
+        .or_insert_with(|| {
+            Command::new(bindir.join("postgres"))
+                .arg("--describe-config")
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .filter_map(|l| l.split('\t').next())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
         })
+        .iter()
+        .any(|s| s == name)
 }
 
 /// The postmaster's PID, from the first line of `data/postmaster.pid`.

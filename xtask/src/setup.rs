@@ -395,16 +395,19 @@ fn build_pg18() -> Result {
         &source.display().to_string(),
         "install-world-bin",
     ])?;
+    // The package it came from, and its source tree: the regression suite of that version
+    // (e2e's `regress`) runs from there. Written here, copied into the root-owned prefix: no
+    // shell sees the path.
+    let written = cache.join("BUILT-FROM");
+    std::fs::write(
+        &written,
+        format!("postgresql-18 {version}\n{}\n", source.display()),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", written.display()))?;
     as_root([
-        "sh",
-        "-c",
-        // The package it came from, and its source tree: the regression suite of that version
-        // (e2e's `regress`) runs from there.
-        &format!(
-            "printf 'postgresql-18 {version}\\n%s\\n' '{}' > {}",
-            source.display(),
-            stamp.display()
-        ),
+        std::ffi::OsStr::new("cp"),
+        written.as_os_str(),
+        stamp.as_os_str(),
     ])
 }
 
