@@ -6,7 +6,8 @@
 -- test checks that against the kept install scripts in sql/released/ (e2e/tests/package.rs).
 -- 0.4.0: the event a subscription is stuck on, and an operator's decision about it; each
 -- event says which tables its statement left on the publisher, and a subscriber makes those the
--- statement did not make here (src/replay/tables.rs).
+-- statement did not make here (src/replay/tables.rs); a table created here is registered in the
+-- subscriptions to this node's peers (src/subscription/peers.rs).
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
 CREATE TABLE ddl_sync.event_resolution (
@@ -145,3 +146,18 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text) FROM PUBLIC;
+
+-- A table created here is registered in the subscriptions to this node's peers (origin = none,
+-- with DDL), whose rows PostgreSQL would otherwise drop until a REFRESH PUBLICATION; see
+-- src/subscription/peers.rs. ENABLE ALWAYS: in a mesh, a table that an apply worker's replay
+-- created is registered in the subscriptions to the other peers too.
+CREATE FUNCTION ddl_sync.register_peer_tables()
+RETURNS event_trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'ddl_sync_register_peer_tables';
+
+REVOKE ALL ON FUNCTION ddl_sync.register_peer_tables() FROM PUBLIC;
+
+CREATE EVENT TRIGGER ddl_sync_register_peer_tables ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
+    EXECUTE FUNCTION ddl_sync.register_peer_tables();
+ALTER EVENT TRIGGER ddl_sync_register_peer_tables ENABLE ALWAYS;

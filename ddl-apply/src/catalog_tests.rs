@@ -325,7 +325,7 @@ pub(crate) mod tests {
     }
 
     #[pg_test]
-    fn the_capture_triggers_belong_to_the_extension_and_fire_always() {
+    fn the_event_triggers_belong_to_the_extension_and_fire_always() {
         let triggers = rows(
             "SELECT e.evtevent::text, e.evtenabled::text, e.evtfoid::regprocedure::text,
                     (SELECT x.extname::text FROM pg_depend d JOIN pg_extension x ON x.oid = d.refobjid
@@ -343,6 +343,7 @@ pub(crate) mod tests {
             vec![
                 row("ddl_command_end", "ddl_sync.capture_ddl_command_end()"),
                 row("sql_drop", "ddl_sync.capture_sql_drop()"),
+                row("ddl_command_end", "ddl_sync.register_peer_tables()"),
             ]
         );
     }

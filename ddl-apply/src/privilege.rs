@@ -104,7 +104,7 @@ impl AsCatalogOwner {
     pub(crate) fn enter() -> AsCatalogOwner {
         let owner = Spi::get_one::<pg_sys::Oid>(
             "SELECT relowner FROM pg_catalog.pg_class
-             WHERE oid = 'ddl_sync.publication_sync'::pg_catalog.regclass",
+             WHERE oid OPERATOR(pg_catalog.=) 'ddl_sync.publication_sync'::pg_catalog.regclass",
         )
         .expect("the owner of ddl_sync.publication_sync")
         .expect("pg_class.relowner is never NULL");

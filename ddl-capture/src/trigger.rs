@@ -25,17 +25,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::ffi::CStr;
 
-/// `PG_FUNCTION_INFO_V1` for a function PostgreSQL calls by symbol name.
-macro_rules! function_info_v1 {
-    ($finfo:ident) => {
-        #[doc(hidden)]
-        #[no_mangle]
-        pub extern "C" fn $finfo() -> &'static pg_sys::Pg_finfo_record {
-            const V1: pg_sys::Pg_finfo_record = pg_sys::Pg_finfo_record { api_version: 1 };
-            &V1
-        }
-    };
-}
+use ddl_server::function_info_v1;
 
 function_info_v1!(pg_finfo_ddl_sync_capture_sql_drop);
 function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
@@ -51,7 +41,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
     // SAFETY: the caller's promise: PostgreSQL's call frame.
-    unsafe { event_trigger_data(fcinfo) };
+    unsafe { ddl_server::event_trigger::data(fcinfo) };
     // SAFETY: an event trigger runs inside its statement's transaction.
     let (rules, nothing_to_forget) = unsafe {
         let rules = rules::PublicationRules::read(None);
@@ -82,7 +72,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
     fcinfo: pg_sys::FunctionCallInfo,
 ) -> pg_sys::Datum {
     // SAFETY: the caller's promise: PostgreSQL's call frame.
-    let data = unsafe { event_trigger_data(fcinfo) };
+    let data = unsafe { ddl_server::event_trigger::data(fcinfo) };
     // Statements of an extension script are the CREATE/ALTER EXTENSION's business.
     // SAFETY: a backend global, true while an extension script runs.
     if !unsafe { pg_sys::creating_extension } {
@@ -95,24 +85,6 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
         unsafe { capture(&tag) };
     }
     pg_sys::Datum::from(0usize)
-}
-
-/// The trigger's data; PostgreSQL's ERROR when the function was not called as an event trigger.
-///
-/// # Safety
-/// `fcinfo` is the call frame PostgreSQL gave a function it called.
-unsafe fn event_trigger_data(fcinfo: pg_sys::FunctionCallInfo) -> *mut pg_sys::EventTriggerData {
-    // SAFETY: the caller's promise: a call frame, whose `context` is null or a node.
-    let context = unsafe { (*fcinfo).context };
-    // SAFETY: as above.
-    if context.is_null() || unsafe { (*context).type_ } != pg_sys::NodeTag::T_EventTriggerData {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
-            "ddl_sync capture functions can only be called as event triggers"
-        );
-    }
-    context.cast()
 }
 
 /// The object a statement changed, from PostgreSQL's command collection.

@@ -5,6 +5,7 @@
 //! - [`utility`]: chaining the ProcessUtility hook so that the statement's own ERROR reaches the
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
+//! - [`event_trigger`]: event trigger functions called by symbol name;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`shmem`]: shared memory of a preloaded library, its hooks registered once;
 //! - [`options`]: our options in a statement's `WITH (...)`, taken out before PostgreSQL reads them;
@@ -19,6 +20,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod event_trigger;
 pub mod guc;
 pub mod log;
 pub mod options;

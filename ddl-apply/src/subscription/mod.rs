@@ -28,6 +28,7 @@
 pub(crate) mod config;
 mod guard;
 mod options;
+mod peers;
 mod publisher;
 mod strict;
 
