@@ -68,11 +68,7 @@ extension_sql_file!(
         replay::stats::failing_event_list
     ]
 );
-extension_sql_file!(
-    "../sql/peers.sql",
-    name = "peers",
-    requires = ["catalog"]
-);
+extension_sql_file!("../sql/peers.sql", name = "peers", requires = ["catalog"]);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of

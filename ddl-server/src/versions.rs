@@ -222,3 +222,23 @@ pub const SUBSCRIPTION_FAILOVER_SQL: &str = "false";
 /// failover slots; before, no slot fails over.
 #[cfg(not(feature = "pg15"))]
 pub const SUBSCRIPTION_FAILOVER_SQL: &str = "s.subfailover";
+
+/// Whether a subscription's apply worker applies rows as the subscription owner, as an SQL
+/// expression on `s` (the `pg_subscription` row): always before 16; from 16 on it applies them
+/// as each table's owner unless `run_as_owner = true`.
+#[cfg(feature = "pg15")]
+pub const SUBSCRIPTION_RUNS_AS_OWNER_SQL: &str = "true";
+/// Whether a subscription's apply worker applies rows as the subscription owner, as an SQL
+/// expression on `s` (the `pg_subscription` row): always before 16; from 16 on it applies them
+/// as each table's owner unless `run_as_owner = true`.
+#[cfg(not(feature = "pg15"))]
+pub const SUBSCRIPTION_RUNS_AS_OWNER_SQL: &str = "s.subrunasowner";
+
+/// Whether a subscription takes only the changes that originated on its publisher (`origin =
+/// none`), as an SQL expression on `s` (the `pg_subscription` row): 16 added the option.
+#[cfg(feature = "pg15")]
+pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "false";
+/// Whether a subscription takes only the changes that originated on its publisher (`origin =
+/// none`), as an SQL expression on `s` (the `pg_subscription` row): 16 added the option.
+#[cfg(not(feature = "pg15"))]
+pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "s.suborigin OPERATOR(pg_catalog.=) 'none'";

@@ -146,6 +146,18 @@ impl Harness {
             "CREATE TABLE t (id int PRIMARY KEY); CREATE TABLE marks (id int PRIMARY KEY);",
         );
         subscribe(&subscriber, &publisher, "sub", "s", ddl, "error");
+        // From 16 on, rows are applied as each table's owner unless run_as_owner = true; the
+        // attacks meet the subscription owner's rights only then (as always on 15), so that is
+        // the case they test (e2e/tests/run_as_owner.rs covers the default).
+        let version: u32 = query(&subscriber, "SHOW server_version_num")
+            .parse()
+            .unwrap();
+        if version >= 160000 {
+            query(
+                &subscriber,
+                "ALTER SUBSCRIPTION sub SET (run_as_owner = true)",
+            );
+        }
         let mut h = Harness {
             publisher,
             subscriber,

@@ -16,11 +16,34 @@
 //! the xid of the subtransaction it ran in (or of one below it), which no earlier statement's
 //! rows do. Both sides of a call count: a new expression calling an old function, and an old
 //! expression calling a function the statement changed (`CREATE OR REPLACE`, `ALTER FUNCTION
-//! ... SECURITY INVOKER`, `OWNER TO`). PostgreSQL 16 and later apply as the table's owner by default (`run_as_owner =
-//! false`), which makes this check unnecessary there (see SECURITY.md).
+//! ... SECURITY INVOKER`, `OWNER TO`).
+//!
+//! PostgreSQL 16 and later apply each row as its table's owner (`run_as_owner = false`, the
+//! default), so code attached to a table runs with that owner's rights, as it would for the
+//! owner's own writes on the publisher: the check applies there only to subscriptions with
+//! `run_as_owner = true` ([`rows_applied_as_subscription_owner`]).
 
+use crate::replay::applying::applying_subscription;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
+
+/// Whether this apply worker's subscription applies rows as the subscription owner (always on
+/// 15; with `run_as_owner = true` on 16+). Yes when that cannot be read: the check is then kept.
+pub fn rows_applied_as_subscription_owner() -> bool {
+    let Some(subid) = applying_subscription() else {
+        return true;
+    };
+    Spi::get_one_with_args::<bool>(
+        &format!(
+            "SELECT {} FROM pg_catalog.pg_subscription s WHERE s.oid OPERATOR(pg_catalog.=) $1",
+            ddl_server::versions::SUBSCRIPTION_RUNS_AS_OWNER_SQL
+        ),
+        &[subid.into()],
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(true)
+}
 
 /// Why the statement just run (in the subtransaction whose xid is `since`) must be undone, or
 /// `None`. Runs with ddl_sync's own search_path (every name below is qualified anyway).
@@ -79,9 +102,9 @@ pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
     let found = Spi::get_one_with_args::<String>(QUERY, &[since.as_str().into()]);
     match found {
         Ok(Some(what)) => Some(format!(
-            "{what}: it would run as the subscription owner (a superuser) whenever a row is \
-             applied; only a superuser's statements may leave that behind on PostgreSQL 15 \
-             (see SECURITY.md)"
+            "{what}: it would run as the subscription owner whenever a row is applied; only a \
+             superuser's statements may leave that behind where rows are applied as the \
+             subscription owner (PostgreSQL 15, or run_as_owner = true; see SECURITY.md)"
         )),
         Ok(None) => None,
         Err(e) => Some(format!("cannot check the code the statement attached: {e}")),

@@ -275,12 +275,13 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         return Outcome::fatal("the statement contains a NUL byte");
     };
     // SAFETY: reads the current user's catalog row.
-    if unsafe { pg_sys::superuser() } {
+    if unsafe { pg_sys::superuser() } || !apply_code::rows_applied_as_subscription_owner() {
         run_parsed(&parsed, &text, sql, &settings);
         return Outcome::Success;
     }
-    // A role that is not a superuser here: the statement runs in a subtransaction of its own,
-    // undone when it left behind code that would run as the subscription owner during apply.
+    // A role that is not a superuser here, on a subscription whose rows are applied as its
+    // owner: the statement runs in a subtransaction of its own, undone when it left behind
+    // code that would run as the subscription owner during apply.
     let attempt = || {
         // SAFETY: assigns this subtransaction's xid (it writes catalogs anyway), so that the
         // rows the statement writes can be told from older ones.

@@ -28,20 +28,23 @@ use pgrx::spi::Spi;
 function_info_v1!(pg_finfo_ddl_sync_register_peer_tables);
 
 /// The permanent tables the statement created, with each subscription of this database that
-/// replays DDL from a peer (`origin = none`) and does not have them yet. `suborigin` is read
-/// through to_jsonb because PostgreSQL 15 has no such column (and no such subscriptions).
-const NEW_PEER_TABLES: &str = "
-    SELECT s.oid, s.subname::text, c.objid::regclass::text
-      FROM pg_event_trigger_ddl_commands() c
-      JOIN pg_class r ON r.oid = c.objid
-      CROSS JOIN pg_subscription s
-      JOIN ddl_sync.subscription_ddl d ON d.subid = s.oid
-     WHERE c.classid = 'pg_class'::regclass
-       AND r.relkind IN ('r', 'p') AND r.relpersistence = 'p'
-       AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-       AND to_jsonb(s) ->> 'suborigin' = 'none'
-       AND NOT EXISTS (SELECT FROM pg_subscription_rel sr
-                        WHERE sr.srsubid = s.oid AND sr.srrelid = r.oid)";
+/// replays DDL from a peer (`origin = none`) and does not have them yet.
+fn new_peer_tables_sql() -> String {
+    format!(
+        "SELECT s.oid, s.subname::text, c.objid::regclass::text
+           FROM pg_event_trigger_ddl_commands() c
+           JOIN pg_class r ON r.oid = c.objid
+           CROSS JOIN pg_subscription s
+           JOIN ddl_sync.subscription_ddl d ON d.subid = s.oid
+          WHERE c.classid = 'pg_class'::regclass
+            AND r.relkind IN ('r', 'p') AND r.relpersistence = 'p'
+            AND s.subdbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND {}
+            AND NOT EXISTS (SELECT FROM pg_subscription_rel sr
+                             WHERE sr.srsubid = s.oid AND sr.srrelid = r.oid)",
+        ddl_server::versions::SUBSCRIPTION_ORIGIN_NONE_SQL
+    )
+}
 
 /// `ddl_command_end` of a statement that may have created tables: register them in the peer
 /// subscriptions.
@@ -78,11 +81,11 @@ fn register_new_tables() {
     });
 }
 
-/// The rows of [`NEW_PEER_TABLES`]: subscription OID and name, table.
+/// The rows of [`new_peer_tables_sql`]: subscription OID and name, table.
 fn new_peer_tables() -> Vec<(pg_sys::Oid, String, String)> {
     Spi::connect(|client| {
         let rows = client
-            .select(NEW_PEER_TABLES, None, &[])
+            .select(&new_peer_tables_sql(), None, &[])
             .unwrap_or_else(|e| error!("ddl_sync: cannot look up peer subscriptions: {e}"));
         rows.filter_map(|row| {
             Some((
