@@ -17,6 +17,7 @@ mod apply_code;
 pub(crate) mod applying;
 mod c_abi;
 mod detach;
+mod generated;
 mod host;
 mod object;
 mod resolution;
@@ -374,6 +375,19 @@ fn decide_and_run(
             warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
         }
         verdict.add_notes(note);
+        let table = if checked.creates_table() {
+            Spi::get_one_with_args::<pg_sys::Oid>(
+                "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid",
+                &[event.object_identity.into()],
+            )
+            .ok()
+            .flatten()
+        } else {
+            checked.altered
+        };
+        if let Some(relid) = table {
+            verdict.add_notes(generated::take_published_values(relid, subscription));
+        }
     }
     Replayed::ForHere(verdict)
 }

@@ -29,7 +29,7 @@ pub(crate) mod config;
 mod guard;
 mod options;
 mod peers;
-mod publisher;
+pub(crate) mod publisher;
 mod strict;
 
 pub(crate) use guard::define_setting;

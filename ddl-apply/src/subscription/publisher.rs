@@ -13,14 +13,14 @@ use std::ffi::{CStr, CString};
 pub(super) const PLUGIN: &str = "ddl_pgoutput";
 
 /// An open connection; closed on drop, also when an error unwinds.
-pub(super) struct Publisher {
+pub(crate) struct Publisher {
     conn: *mut pg_sys::WalReceiverConn,
     functions: &'static pg_sys::WalReceiverFunctionsType,
 }
 
 /// What the publisher answered to a command it did not run: its SQLSTATE (packed, as
 /// `WalRcvExecResult` carries it) and message.
-pub(super) struct Refused {
+pub(crate) struct Refused {
     sqlstate: i32,
     message: String,
 }
@@ -51,7 +51,7 @@ fn c_string(text: &str) -> CString {
 }
 
 /// `'text'` as an SQL literal, quoted by PostgreSQL (escapes and backslashes included).
-pub(super) fn literal(text: &str) -> String {
+pub(crate) fn literal(text: &str) -> String {
     let text = c_string(text);
     // SAFETY: a NUL-terminated string; the result is palloc'd in the current context. Not
     // converted from the database encoding: quote_literal_cstr only adds quotes (and an `E`)
@@ -64,7 +64,7 @@ pub(super) fn literal(text: &str) -> String {
 impl Publisher {
     /// Connects like the subscription's workers will (`conninfo`, application name the
     /// subscription's). `Err` carries libpq's message.
-    pub(super) fn connect(conninfo: &str, subscription: &str) -> Result<Publisher, String> {
+    pub(crate) fn connect(conninfo: &str, subscription: &str) -> Result<Publisher, String> {
         let conninfo = c_string(conninfo);
         let appname = c_string(subscription);
         // SAFETY: loading the library sets WalReceiverFunctions, as for PostgreSQL's own
@@ -116,7 +116,7 @@ impl Publisher {
 
     /// Runs `command` that returns `columns` columns; every row, each value as text (`None`:
     /// NULL). `Err` carries the publisher's message.
-    pub(super) fn rows(
+    pub(crate) fn rows(
         &self,
         command: &str,
         columns: usize,
