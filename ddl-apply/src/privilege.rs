@@ -102,9 +102,12 @@ pub(crate) struct AsCatalogOwner {
 
 impl AsCatalogOwner {
     pub(crate) fn enter() -> AsCatalogOwner {
-        let owner = Spi::get_one::<pg_sys::Oid>(
+        // Read-only: this runs inside users' statements (the strict guard), some of which must
+        // be the first action of their transaction.
+        let owner = ddl_server::spi::read_one::<pg_sys::Oid>(
             "SELECT relowner FROM pg_catalog.pg_class
              WHERE oid OPERATOR(pg_catalog.=) 'ddl_sync.publication_sync'::pg_catalog.regclass",
+            &[],
         )
         .expect("the owner of ddl_sync.publication_sync")
         .expect("pg_class.relowner is never NULL");

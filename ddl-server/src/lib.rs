@@ -12,6 +12,7 @@
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
 //! - [`xact`]: PostgreSQL's transaction callbacks registered once, for every piece of backend
 //!   state that must not outlive its (sub)transaction;
+//! - [`spi`]: read-only queries that do not give the transaction an ID;
 //! - [`subscription_rel`]: which tables a subscription applies rows to;
 //! - [`text`]: server strings to UTF-8 and back, converted, never reinterpreted;
 //! - [`versions`]: what differs between PostgreSQL 15 and 18, one function each;
@@ -25,6 +26,7 @@ pub mod guc;
 pub mod log;
 pub mod options;
 pub mod shmem;
+pub mod spi;
 pub mod subscription_rel;
 pub mod text;
 pub mod utility;

@@ -1,7 +1,9 @@
 //! Errors raised inside utility statements reach the client exactly as PostgreSQL raised them
 //! when our libraries are loaded: the same script, with verbose errors and CONTEXT always
 //! shown, prints the same on a plain server and on one that preloads `ddl_pgoutput` (the
-//! capture hook, with a publication taking all DDL) and `ddl_sync` (the subscriber hook).
+//! capture hook, with a publication taking all DDL) and `ddl_sync` (the subscriber hook). The
+//! statements that must be the first action of their transaction run there as here, and DDL
+//! that changes nothing leaves a transaction read-only (no transaction ID) on both.
 
 use ddl_e2e::{psql_script, query};
 use ddl_testkit::{Cluster, ClusterBuilder};
@@ -53,6 +55,16 @@ ROLLBACK TO s;
 CREATE TABLE after_savepoint (a int);
 COMMIT;
 SELECT count(*) FROM after_savepoint;
+CREATE INDEX CONCURRENTLY c_a ON c (a);
+DROP INDEX CONCURRENTLY c_a;
+REINDEX TABLE CONCURRENTLY c;
+CREATE INDEX c_b ON c (b);
+BEGIN;
+CREATE TABLE IF NOT EXISTS c (a int);
+CREATE INDEX IF NOT EXISTS c_b ON c (b);
+DROP INDEX IF EXISTS nosuch;
+SELECT pg_current_xact_id_if_assigned() IS NULL AS read_only_so_far;
+COMMIT;
 "#;
 
 /// What psql prints (stdout, then stderr) for [`SCRIPT`].
@@ -97,6 +109,8 @@ fn errors_of_utility_statements_are_exactly_postgresqls() {
         "SCHEMA NAME:  public",
         "CONSTRAINT NAME:  positive",
         "QUERY:  CREATE TABLE nested (a nosuchtype)",
+        // count(*) of after_savepoint, then read_only_so_far.
+        "0\nt\n\n--- stderr ---",
     ] {
         assert!(expected.contains(must), "{must:?} not in:\n{expected}");
     }

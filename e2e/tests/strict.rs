@@ -144,7 +144,7 @@ fn strict_mode_lists_every_difference_rechecks_and_guards_replicated_tables() {
         let messages = refused(&subscriber, &format!("{sql};"));
         assert!(
             messages.contains(&format!(
-                "ERROR:  55000: table {table} is replicated by subscription \"sub\" (schema_mode = strict): local DDL on it is refused"
+                "ERROR:  55000: table public.{table} is replicated by subscription \"sub\" (schema_mode = strict): local DDL on it is refused"
             )) && messages.contains(
                 "HINT:  Run the DDL on the publisher: it replicates. For maintenance, SET ddl_sync.allow_local_ddl = on"
             ),

@@ -71,8 +71,15 @@ pub(super) unsafe fn check(node: *mut pg_sys::Node) {
 /// The first enabled strict subscription that replicates one of `relids` (or a partition or
 /// partitioned ancestor of one), with that table.
 fn protected(relids: Vec<pg_sys::Oid>) -> Option<(String, String)> {
-    // subscription_ddl is the extension owner's to read.
-    let _owner = AsCatalogOwner::enter();
+    // subscription_ddl is the extension owner's to read; the statement's search_path is its
+    // user's, who may have planted an operator ahead of pg_catalog.
+    ddl_server::guc::with_search_path("pg_catalog", || {
+        let _owner = AsCatalogOwner::enter();
+        protected_as_owner(relids)
+    })
+}
+
+fn protected_as_owner(relids: Vec<pg_sys::Oid>) -> Option<(String, String)> {
     Spi::connect(|client| {
         let mut rows = client.select(
             "SELECT s.subname::pg_catalog.text, r.srrelid::pg_catalog.regclass::pg_catalog.text
