@@ -33,7 +33,7 @@ use crate::migration::{describe_schema, Migration};
 use crate::procfs::{foreign_note, quiet_check, Foreign, Watch};
 use crate::{
     check_release_installed, median, options, percentile, pgbench, pgbench_figure, pgbench_spawn,
-    rounds_note, spread, verdict, write_section, Machine, Result,
+    rounds_note, section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::cell::Cell;
@@ -43,7 +43,6 @@ use std::time::{Duration, Instant};
 
 const USAGE: &str =
     "usage: cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]";
-const SECTION: &str = "## Apply";
 
 /// Target from the issue: subscriber apply time / publisher execution time.
 const RATIO_TARGET: f64 = 1.5;
@@ -133,6 +132,7 @@ pub fn run(args: &[&str]) -> Result {
     drop(pair);
 
     let migration = Migration::generate("s", statements as usize, ROWS);
+    let heading = section_heading("Apply", &server);
     let section = section(
         &Machine::describe(),
         idle,
@@ -147,7 +147,7 @@ pub fn run(args: &[&str]) -> Result {
         &apply,
         &lag,
     );
-    write_section(SECTION, &section)
+    write_section(&heading, &section)
 }
 
 /// The two clusters and the subscription between them.
@@ -717,7 +717,7 @@ struct Settings {
     rate: u32,
 }
 
-/// The `## Apply` section.
+/// The `## Apply on PostgreSQL N` section.
 #[allow(clippy::too_many_arguments)]
 fn section(
     machine: &Machine,
@@ -729,6 +729,7 @@ fn section(
     apply: &[ApplyRound],
     lag: &[LagRound],
 ) -> String {
+    let heading = section_heading("Apply", server);
     let Settings {
         runs,
         seconds,
@@ -851,7 +852,7 @@ fn section(
     };
 
     format!(
-        "{SECTION}\n\n\
+        "{heading}\n\n\
          Reproduce with `cargo xtask bench apply` (options: `--runs N`, `--statements N`, \
          `--seconds S`, `--rate R`). It installs release builds (`cargo xtask install`), starts a \
          throwaway publisher and subscriber, and rewrites this section.\n\n\

@@ -27,14 +27,13 @@ use crate::events::split_events;
 use crate::procfs::{foreign_note, quiet_check, server_cpu_ms, Foreign, Watch};
 use crate::{
     check_release_installed, median, options, pgbench, pgbench_figure, pgbench_in, rounds_note,
-    script_dir, spread, verdict, write_section, Machine, Result,
+    script_dir, section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::path::Path;
 use std::time::Duration;
 
 const USAGE: &str = "usage: cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]";
-const SECTION: &str = "## Capture";
 
 /// Targets from the issue.
 const LATENCY_RATIO_TARGET: f64 = 1.10;
@@ -195,6 +194,7 @@ pub fn run(args: &[&str]) -> Result {
     println!("bench: {}", foreign_note(&foreign));
     drop((plain, capture));
 
+    let heading = section_heading("Capture", &server);
     let section = section(
         &Machine::describe(),
         idle,
@@ -207,7 +207,7 @@ pub fn run(args: &[&str]) -> Result {
         &ddl,
         &tps,
     );
-    write_section(SECTION, &section)
+    write_section(&heading, &section)
 }
 
 fn sql(pg: &Cluster, sql: &str) -> Result<String> {
@@ -353,7 +353,7 @@ fn list(samples: &[Sample], figure: fn(&Sample) -> f64, decimals: usize) -> Stri
         .join(", ")
 }
 
-/// The `## Capture` section. `ddl` holds the samples of plain, hook only and capture; `tps`
+/// The `## Capture on PostgreSQL N` section. `ddl` holds the samples of plain, hook only and capture; `tps`
 /// those of plain and capture.
 #[allow(clippy::too_many_arguments)]
 fn section(
@@ -368,6 +368,7 @@ fn section(
     ddl: &[Vec<Sample>],
     tps: &[Vec<Sample>],
 ) -> String {
+    let heading = section_heading("Capture", server);
     let latency = |s: &Sample| s.latency_ms;
     let rate = |s: &Sample| s.tps;
     let wal = |s: &Sample| s.wal_per_transaction;
@@ -413,7 +414,7 @@ fn section(
     }
 
     format!(
-        "{SECTION}\n\n\
+        "{heading}\n\n\
          Reproduce with `cargo xtask bench capture` (options: `--runs N`, `--ddl-scripts N`, \
          `--seconds S`). It installs release builds (`cargo xtask install`), starts two \
          throwaway clusters and rewrites this section.\n\n\

@@ -31,7 +31,7 @@ use crate::procfs::{
 };
 use crate::{
     check_release_installed, median, options, pgbench, pgbench_figure, rounds_note, script_dir,
-    spread, verdict, write_section, Machine, Result,
+    section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::io::Read;
@@ -40,7 +40,6 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: cargo xtask bench decode [--runs N] [--transactions N]";
-const SECTION: &str = "## Decode";
 
 /// Targets from the issue.
 const TIME_RATIO_TARGET: f64 = 1.03;
@@ -198,6 +197,7 @@ pub fn run(args: &[&str]) -> Result {
     for m in &measured {
         println!("{}", summary(m));
     }
+    let heading = section_heading("Decode", &server);
     let section = section(
         &Machine::describe(),
         idle,
@@ -207,7 +207,7 @@ pub fn run(args: &[&str]) -> Result {
         per_client,
         &measured,
     );
-    write_section(SECTION, &section)
+    write_section(&heading, &section)
 }
 
 /// Runs one workload and decodes it `runs` times with each plugin.
@@ -608,7 +608,7 @@ fn mib(kb: u64) -> String {
     format!("{:.1} MiB", kb as f64 / 1024.0)
 }
 
-/// The `## Decode` section.
+/// The `## Decode on PostgreSQL N` section.
 fn section(
     machine: &Machine,
     idle: f64,
@@ -618,8 +618,9 @@ fn section(
     per_client: u32,
     measured: &[Measured],
 ) -> String {
+    let heading = section_heading("Decode", server);
     let mut s = format!(
-        "{SECTION}\n\n\
+        "{heading}\n\n\
          Reproduce with `cargo xtask bench decode` (options: `--runs N`, `--transactions N`). It \
          installs release builds (`cargo xtask install`), runs the workloads below on a throwaway \
          cluster, decodes them with both plugins and rewrites this section.\n\n\

@@ -138,6 +138,17 @@ fn script_dir(name: &str, script: &str) -> Result<(PathBuf, PathBuf)> {
     Ok((dir, path))
 }
 
+/// The heading of benchmark `name`'s section for the server whose `version()` is `server`:
+/// one section per major version, so that each version's figures stand side by side.
+fn section_heading(name: &str, server: &str) -> String {
+    let major = server
+        .strip_prefix("PostgreSQL ")
+        .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
+        .filter(|m| !m.is_empty())
+        .unwrap_or("?");
+    format!("## {name} on PostgreSQL {major}")
+}
+
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
 fn write_section(heading: &str, section: &str) -> Result {
     report::write_section(
