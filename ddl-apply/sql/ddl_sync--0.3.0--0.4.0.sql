@@ -161,3 +161,17 @@ CREATE EVENT TRIGGER ddl_sync_register_peer_tables ON ddl_command_end
     WHEN TAG IN ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO')
     EXECUTE FUNCTION ddl_sync.register_peer_tables();
 ALTER EVENT TRIGGER ddl_sync_register_peer_tables ENABLE ALWAYS;
+
+-- ddl_sync.sync_sequences: the subscriber's sequences brought up to the publisher's
+-- (src/subscription/sequences.rs).
+CREATE  FUNCTION "sync_sequences"(
+	"subscription" TEXT /* & str */
+) RETURNS TABLE (
+	"sequence" TEXT,  /* String */
+	"publisher_value" bigint,  /* i64 */
+	"previous_value" bigint  /* Option < i64 > */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'sync_sequences_wrapper';
+REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;

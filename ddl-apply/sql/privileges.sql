@@ -33,6 +33,9 @@ REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.failing_event_list() FROM PUBLIC;
 REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
+-- Moving sequences (it reads the subscription's connection string) is for superusers and
+-- whoever they grant it to.
+REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;
 
 -- The replay runs only from the apply trigger (as the table's owner), and the "extension's own
 -- change" flag only from the extension's functions: neither is for other callers, in

@@ -53,23 +53,32 @@ struct Stored {
     schema_mode: String,
 }
 
+/// This database's subscription named `$1` (qualified: it runs with its caller's search_path).
+const SUBSCRIPTION_BY_NAME: &str = "SELECT oid FROM pg_catalog.pg_subscription
+     WHERE subname OPERATOR(pg_catalog.=) $1
+       AND subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
+                                            WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())";
+
+/// Whether this database has a subscription named `name`.
+pub(crate) fn subscription_exists(name: &str) -> bool {
+    ddl_server::spi::read_one::<pg_sys::Oid>(SUBSCRIPTION_BY_NAME, &[name.into()])
+        .ok()
+        .flatten()
+        .is_some()
+}
+
 /// The subscription of this database named `name`; PostgreSQL's error when there is none.
 pub(crate) fn subscription_oid(name: &str) -> pg_sys::Oid {
-    Spi::get_one_with_args::<pg_sys::Oid>(
-        "SELECT oid FROM pg_catalog.pg_subscription
-          WHERE subname = $1
-            AND subdbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-        &[name.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
-            format!("subscription \"{name}\" does not exist")
-        );
-    })
+    Spi::get_one_with_args::<pg_sys::Oid>(SUBSCRIPTION_BY_NAME, &[name.into()])
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_UNDEFINED_OBJECT,
+                format!("subscription \"{name}\" does not exist")
+            );
+        })
 }
 
 /// Replay reads every statement and name as UTF-8 (pgrx's `&str`), so it runs only in UTF8

@@ -26,10 +26,12 @@
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
 pub(crate) mod config;
+mod copy_schema;
 mod guard;
 mod options;
 mod peers;
 pub(crate) mod publisher;
+mod sequences;
 mod strict;
 
 pub(crate) use guard::define_setting;
@@ -90,7 +92,7 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     let call = unsafe { &mut *call };
     // SAFETY: `pstmt` and its flag are those ProcessUtility was given.
     let request = unsafe { options::take(call.pstmt, call.read_only_tree) };
-    let Some(request) = request else {
+    let Some(mut request) = request else {
         // SAFETY: as above; a utility PlannedStmt's `utilityStmt` is the statement about to
         // run, in its transaction.
         let node = unsafe { (*call.pstmt).utilityStmt };
@@ -113,6 +115,12 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
                 c"CREATE SUBSCRIPTION ... WITH (create_slot = true)".as_ptr(),
             )
         };
+    }
+    if let Some(create) = request.create.as_mut() {
+        if create.copy_schema {
+            // SAFETY: as above.
+            unsafe { copy_schema_first(&request.subscription, create) };
+        }
     }
     if let Some(create) = request.create.as_ref() {
         // Before PostgreSQL creates it: a missing table is then one line of our list, not
@@ -145,6 +153,47 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
         })
     });
     Before { depth, run }
+}
+
+/// `copy_schema = true`: the publisher's schema here, and the slot made, before PostgreSQL
+/// creates the subscription (whose tables must exist by then); `finish` then checks the slot
+/// instead of making it.
+///
+/// # Safety
+/// In the CREATE SUBSCRIPTION's transaction, before PostgreSQL runs it.
+unsafe fn copy_schema_first(subscription: &str, create: &mut options::Create) {
+    // SAFETY: reads the current user's catalog row.
+    if !unsafe { pg_sys::superuser() } {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            "must be superuser to create a subscription with copy_schema = true",
+            "The copy runs pg_dump's script here, with its owners and privileges."
+        );
+    }
+    if !create.create_slot {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            "copy_schema = true needs connect = true and create_slot = true",
+            "The copy is taken in the snapshot of the slot the statement creates."
+        );
+    }
+    // PostgreSQL's own check, made before the copy so that the copy is not thrown away.
+    if config::subscription_exists(subscription) {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!("subscription \"{subscription}\" already exists")
+        );
+    }
+    copy_schema::copy(&copy_schema::Plan {
+        subscription,
+        conninfo: &create.conninfo,
+        slot: &create.slot_name,
+        failover: create.failover,
+    });
+    create.create_slot = false;
 }
 
 /// Stores our options of a subscription statement once PostgreSQL ran it, or follows up

@@ -18,6 +18,12 @@ pub(super) struct Create {
     pub create_slot: bool,
     pub two_phase: bool,
     pub copy_data: bool,
+    /// `copy_schema = true`: the publisher's schema is copied here first (see `copy_schema.rs`).
+    pub copy_schema: bool,
+    /// The slot's name (`slot_name`, else the subscription's).
+    pub slot_name: String,
+    /// `failover = true` (17 and later).
+    pub failover: bool,
     /// The connection string and publications, for the strict check before PostgreSQL runs.
     pub conninfo: String,
     pub publications: Vec<String>,
@@ -92,7 +98,13 @@ fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
 }
 
 /// The options this module takes.
-const OURS: [&str; 4] = ["ddl", "ddl_conflict", "schema_mode", "ddl_fallback_role"];
+const OURS: [&str; 5] = [
+    "ddl",
+    "ddl_conflict",
+    "schema_mode",
+    "ddl_fallback_role",
+    "copy_schema",
+];
 
 /// Takes our options out of a CREATE SUBSCRIPTION or ALTER SUBSCRIPTION ... SET, after
 /// validating them; `None` when the statement has none.
@@ -105,19 +117,35 @@ pub(super) unsafe fn take(
 ) -> Option<Request> {
     // SAFETY: the caller's promise: a utility PlannedStmt, whose `utilityStmt` is the
     // statement; `*options` is its list of DefElems.
-    let (ddl, conflict, mode, fallback, is_create) = unsafe {
+    let (ddl, conflict, mode, fallback, copy_schema, is_create) = unsafe {
         let (options, _, is_create) = options_of((*pstmt).utilityStmt)?;
         (
             find(*options, "ddl"),
             find(*options, "ddl_conflict"),
             find(*options, "schema_mode"),
             find(*options, "ddl_fallback_role"),
+            find(*options, "copy_schema"),
             is_create,
         )
     };
-    if ddl.is_none() && conflict.is_none() && mode.is_none() && fallback.is_none() {
+    if ddl.is_none()
+        && conflict.is_none()
+        && mode.is_none()
+        && fallback.is_none()
+        && copy_schema.is_none()
+    {
         return None;
     }
+    if copy_schema.is_some() && !is_create {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_SYNTAX_ERROR,
+            "unrecognized subscription parameter: \"copy_schema\"",
+            "copy_schema is an option of CREATE SUBSCRIPTION only."
+        );
+    }
+    // SAFETY: a DefElem of the statement.
+    let copy_schema = copy_schema.is_some_and(|def| unsafe { bool_value(def) });
     // SAFETY: every `def` below is one `find` just gave, a DefElem of the statement.
     let string = |def| unsafe { string_value(def) };
     let ddl_text = ddl.map(string);
@@ -135,11 +163,12 @@ pub(super) unsafe fn take(
     // SAFETY: a syscache lookup in the statement's transaction; missing_ok, so a missing
     // extension is an answer.
     if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
-        let parameter = match (&kinds, conflict, mode) {
-            (Some(_), _, _) => "ddl",
-            (None, Some(_), _) => "ddl_conflict",
-            (None, None, Some(_)) => "schema_mode",
-            (None, None, None) => "ddl_fallback_role",
+        let parameter = match (&kinds, conflict, mode, &fallback) {
+            (Some(_), _, _, _) => "ddl",
+            (None, Some(_), _, _) => "ddl_conflict",
+            (None, None, Some(_), _) => "schema_mode",
+            (None, None, None, Some(_)) => "ddl_fallback_role",
+            (None, None, None, None) => "copy_schema",
         };
         ereport!(
             ERROR,
@@ -153,10 +182,11 @@ pub(super) unsafe fn take(
     let fallback = fallback
         .map(|def| fallback_role(&string(def)).unwrap_or_else(|e| invalid("ddl_fallback_role", e)));
     if is_create && kinds.is_none() {
-        let parameter = match (conflict, mode) {
-            (Some(_), _) => "ddl_conflict",
-            (None, Some(_)) => "schema_mode",
-            (None, None) => "ddl_fallback_role",
+        let parameter = match (conflict, mode, &fallback) {
+            (Some(_), _, _) => "ddl_conflict",
+            (None, Some(_), _) => "schema_mode",
+            (None, None, Some(_)) => "ddl_fallback_role",
+            (None, None, None) => "copy_schema",
         };
         ereport!(
             ERROR,
@@ -176,7 +206,7 @@ pub(super) unsafe fn take(
     };
     let create = is_create.then(|| {
         // SAFETY: as above, a CREATE SUBSCRIPTION, and `options` points to its list.
-        unsafe { plan_create(options, (*pstmt).utilityStmt.cast()) }
+        unsafe { plan_create(options, (*pstmt).utilityStmt.cast(), copy_schema) }
     });
     // SAFETY: as above; `subname` is the statement's NUL-terminated name.
     let (run_statement, subscription) = unsafe {
@@ -208,6 +238,7 @@ pub(super) unsafe fn take(
 unsafe fn plan_create(
     options: *mut *mut pg_sys::List,
     stmt: *mut pg_sys::CreateSubscriptionStmt,
+    copy_schema: bool,
 ) -> Create {
     // SAFETY: the caller's promise: `*options` is the statement's DefElem list, and `def` one
     // of it.
@@ -235,11 +266,15 @@ unsafe fn plan_create(
             *options = pg_sys::lappend(*options, off.cast());
         }
     }
-    // SAFETY: as above.
-    let (two_phase, copy_data) = unsafe {
+    // SAFETY: as above; the parser always sets `subname`, NUL-terminated.
+    let (two_phase, copy_data, failover, slot_name) = unsafe {
         (
             bool_option(*options, "two_phase").unwrap_or(false),
             bool_option(*options, "copy_data").unwrap_or(true),
+            bool_option(*options, "failover").unwrap_or(false),
+            find(*options, "slot_name")
+                .map(|def| string_value(def))
+                .unwrap_or_else(|| ddl_server::text::utf8_ptr((*stmt).subname)),
         )
     };
     // SAFETY: the caller's promise: the parser always sets `conninfo` and `publication`, a
@@ -258,6 +293,9 @@ unsafe fn plan_create(
         create_slot: ours,
         two_phase,
         copy_data,
+        copy_schema,
+        slot_name,
+        failover,
         conninfo,
         publications,
     }

@@ -121,31 +121,7 @@ impl Publisher {
         command: &str,
         columns: usize,
     ) -> Result<Vec<Vec<Option<String>>>, Refused> {
-        let command = c_string(command);
-        let types = vec![pg_sys::TEXTOID; columns];
-        let exec = self.functions.walrcv_exec.expect("walrcv_exec");
-        // SAFETY: a live connection (open until drop), a NUL-terminated command and one type
-        // per column; raw C, so guarded (its ERROR is raised again as ours).
-        let res = unsafe {
-            pg_guard_ffi_boundary(|| {
-                exec(self.conn, command.as_ptr(), columns as i32, types.as_ptr())
-            })
-        };
-        // SAFETY: walrcv_exec's result, cleared here or below (an ERROR in between leaves it to
-        // the memory context, as PostgreSQL's own callers do); `err` is NULL or its
-        // NUL-terminated message.
-        unsafe {
-            if (*res).status != pg_sys::WalRcvExecStatus::WALRCV_OK_TUPLES {
-                let message = if (*res).err.is_null() {
-                    "unexpected result".to_owned()
-                } else {
-                    ddl_server::text::utf8_ptr((*res).err)
-                };
-                let sqlstate = (*res).sqlstate;
-                pg_sys::walrcv_clear_result(res);
-                return Err(Refused { sqlstate, message });
-            }
-        }
+        let res = self.exec(command, columns, pg_sys::WalRcvExecStatus::WALRCV_OK_TUPLES)?;
         // SAFETY: a result with tuples: its descriptor and store (of `columns` text columns,
         // converted to this database's encoding by the connection) are read through one slot,
         // dropped before the result is cleared.
@@ -171,6 +147,50 @@ impl Publisher {
             pg_sys::walrcv_clear_result(res);
             Ok(rows)
         }
+    }
+
+    /// Runs `command`, which returns no rows. `Err` carries the publisher's message.
+    fn command(&self, command: &str) -> Result<(), Refused> {
+        let res = self.exec(command, 0, pg_sys::WalRcvExecStatus::WALRCV_OK_COMMAND)?;
+        // SAFETY: walrcv_exec's result, cleared once.
+        unsafe { pg_sys::walrcv_clear_result(res) };
+        Ok(())
+    }
+
+    /// walrcv_exec of `command` (`columns` text columns), whose result must have status
+    /// `expected`; the result, for the caller to clear.
+    fn exec(
+        &self,
+        command: &str,
+        columns: usize,
+        expected: pg_sys::WalRcvExecStatus::Type,
+    ) -> Result<*mut pg_sys::WalRcvExecResult, Refused> {
+        let command = c_string(command);
+        let types = vec![pg_sys::TEXTOID; columns];
+        let exec = self.functions.walrcv_exec.expect("walrcv_exec");
+        // SAFETY: a live connection (open until drop), a NUL-terminated command and one type
+        // per column; raw C, so guarded (its ERROR is raised again as ours).
+        let res = unsafe {
+            pg_guard_ffi_boundary(|| {
+                exec(self.conn, command.as_ptr(), columns as i32, types.as_ptr())
+            })
+        };
+        // SAFETY: walrcv_exec's result, cleared here on failure (an ERROR in between leaves it
+        // to the memory context, as PostgreSQL's own callers do); `err` is NULL or its
+        // NUL-terminated message.
+        unsafe {
+            if (*res).status != expected {
+                let message = if (*res).err.is_null() {
+                    "unexpected result".to_owned()
+                } else {
+                    ddl_server::text::utf8_ptr((*res).err)
+                };
+                let sqlstate = (*res).sqlstate;
+                pg_sys::walrcv_clear_result(res);
+                return Err(Refused { sqlstate, message });
+            }
+        }
+        Ok(res)
     }
 
     /// A one-column query that returns one row; its error is the publisher's.
@@ -228,15 +248,43 @@ impl Publisher {
     /// walrcv_create_slot does with pgoutput (no snapshot; two-phase and failover when asked),
     /// and with the same error.
     pub(super) fn create_slot(&self, slot: &str, two_phase: bool, failover: bool) {
+        self.create_slot_row(slot, "nothing", two_phase, failover);
+    }
+
+    /// Creates slot `slot` as [`create_slot`](Self::create_slot) does, exporting the snapshot it
+    /// starts at; returns the snapshot's name, valid while this connection runs nothing else.
+    pub(super) fn create_slot_exporting_snapshot(&self, slot: &str, failover: bool) -> String {
+        // slot_name, consistent_point, snapshot_name, output_plugin
+        let row = self.create_slot_row(slot, "export", false, failover);
+        row.into_iter().nth(2).flatten().unwrap_or_else(|| {
+            error!("the publisher exported no snapshot for replication slot \"{slot}\"")
+        })
+    }
+
+    /// Drops slot `slot`, which this connection made; a failure is a WARNING (the slot is left
+    /// for the administrator, who is told its name).
+    pub(super) fn drop_slot(&self, slot: &str) {
+        if let Err(e) = self.command(&format!("DROP_REPLICATION_SLOT \"{slot}\" WAIT")) {
+            warning!("could not drop replication slot \"{slot}\" on the publisher: {e}");
+        }
+    }
+
+    fn create_slot_row(
+        &self,
+        slot: &str,
+        snapshot: &str,
+        two_phase: bool,
+        failover: bool,
+    ) -> Vec<Option<String>> {
         // The name passed ReplicationSlotValidateName in CREATE SUBSCRIPTION: [a-z0-9_] only.
         let command = format!(
-            "CREATE_REPLICATION_SLOT \"{slot}\" LOGICAL {PLUGIN} (SNAPSHOT 'nothing'{}{})",
+            "CREATE_REPLICATION_SLOT \"{slot}\" LOGICAL {PLUGIN} (SNAPSHOT '{snapshot}'{}{})",
             if two_phase { ", TWO_PHASE" } else { "" },
             if failover { ", FAILOVER" } else { "" }
         );
-        // slot_name, consistent_point, snapshot_name, output_plugin
-        let Err(e) = self.first_value(&command, 4) else {
-            return;
+        let e = match self.rows(&command, 4) {
+            Ok(rows) => return rows.into_iter().next().unwrap_or_default(),
+            Err(e) => e,
         };
         // Servers updated since August 2026 load only the output plugins that
         // output_plugin_libraries lists; the refusal is this SQLSTATE, and nothing else about
@@ -257,13 +305,12 @@ impl Publisher {
                  its configuration."
             ))
             .report(PgLogLevel::ERROR);
-        } else {
-            ereport!(
-                ERROR,
-                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
-                format!("could not create replication slot \"{slot}\": {e}")
-            );
         }
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+            format!("could not create replication slot \"{slot}\": {e}")
+        );
     }
 }
 
