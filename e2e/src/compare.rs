@@ -3,6 +3,7 @@
 
 use crate::replication::query;
 use ddl_testkit::Cluster;
+use pg_dump_script::Script;
 use std::collections::BTreeMap;
 
 /// `pg_dump --schema-only` of database `postgres`, cut into pg_dump's blocks (one object each,
@@ -44,42 +45,25 @@ pub fn dump_blocks(pg: &Cluster, db: &str) -> Vec<String> {
     blocks(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The preamble, then each block with the settings pg_dump wrote before it (a table's access
+/// method is one).
 fn blocks(dump: &str) -> Vec<String> {
-    let mut blocks: Vec<String> = vec![String::new()];
-    let lines: Vec<&str> = dump
-        .lines()
-        .filter(|l| !l.starts_with("\\restrict ") && !l.starts_with("\\unrestrict "))
-        .collect();
-    for (i, line) in lines.iter().enumerate() {
-        // A header is "--", "-- Name: ...", "--": a block starts at its first line.
-        let header_next = lines.get(i + 1).is_some_and(|n| n.starts_with("-- Name: "));
-        if *line == "--" && header_next {
-            blocks.push(String::new());
-        }
-        let block = blocks.last_mut().expect("never empty");
-        block.push_str(line);
-        block.push('\n');
-    }
-    blocks
+    let script = Script::parse(dump);
+    std::iter::once(script.preamble)
+        .chain(script.blocks.into_iter().map(|b| b.context + &b.text))
+        .collect()
 }
 
 /// Whether a block is one of the objects [`schema`] leaves out.
 fn node_local(block: &str) -> bool {
-    let Some(header) = block.lines().find(|l| l.starts_with("-- Name: ")) else {
+    let Some(block) = Script::parse(block).blocks.pop() else {
         return false;
     };
-    let field = |name: &str| {
-        header
-            .split("; ")
-            .find_map(|f| f.trim_start_matches("-- ").strip_prefix(name))
-            .unwrap_or("")
-    };
-    let (object, kind, schema) = (field("Name: "), field("Type: "), field("Schema: "));
-    kind.starts_with("PUBLICATION")
-        || kind == "SUBSCRIPTION"
-        || schema == "ddl_sync"
-        || object == "ddl_sync"
-        || object == "EXTENSION ddl_sync"
+    block.kind.starts_with("PUBLICATION")
+        || block.kind == "SUBSCRIPTION"
+        || block.schema.as_deref() == Some("ddl_sync")
+        || block.name == "ddl_sync"
+        || block.name == "EXTENSION ddl_sync"
 }
 
 /// Panics, showing the differences, unless both nodes' [`schema`] are equal.

@@ -178,35 +178,136 @@ fn missing_roles_are_listed_before_anything_is_made() {
 }
 
 #[test]
-fn a_failing_copy_leaves_no_subscription_slot_or_schema() {
+fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
     let publisher = publisher();
-    let subscriber = subscriber("copy-fails");
-    // The subscriber already has a differing shop.customers: the copy fails on it.
+    // Identical: the publisher's first statements, run the same way here.
+    let same = subscriber("copy-same");
     query(
-        &subscriber,
-        "CREATE SCHEMA shop; CREATE TABLE shop.customers (id int)",
+        &same,
+        "CREATE SCHEMA shop AUTHORIZATION app_owner;
+         CREATE EXTENSION citext WITH SCHEMA shop;
+         CREATE TYPE shop.status AS ENUM ('new', 'paid', 'shipped');",
     );
-    let (ok, said) = create_subscription(&subscriber, &publisher);
+    let (ok, said) = create_subscription(&same, &publisher);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("copy_schema: comparing with the objects this database has already"),
+        "{said}"
+    );
+    assert!(said.contains("are here already, identical: kept"), "{said}");
+    wait_synchronised(&same, "postgres");
+    wait_caught_up(&publisher, &same, "sub", TIMEOUT);
+    assert_same_schema(&publisher, &same);
+    assert_same_rows(&publisher, &same);
+    query(&same, "DROP SUBSCRIPTION sub");
+
+    // Different: a schema of another owner and a table of other columns. Both are listed, and
+    // nothing is made, on either side.
+    let other = subscriber("copy-other");
+    query(
+        &other,
+        "CREATE SCHEMA shop; CREATE TABLE shop.customers (id int); CREATE TABLE mine (a int);",
+    );
+    let (ok, said) = create_subscription(&other, &publisher);
     assert!(!ok);
     assert!(
-        said.contains("could not copy the schema of subscription \"sub\""),
+        said.contains(
+            "copy_schema: 2 of the publisher's objects exist here with another definition: \
+             SCHEMA shop, TABLE shop.customers"
+        ),
         "{said}"
     );
     assert!(said.contains("was dropped again"), "{said}");
-    assert_eq!(
-        query(&subscriber, "SELECT count(*) FROM pg_subscription"),
-        "0"
-    );
+    assert_eq!(query(&other, "SELECT count(*) FROM pg_subscription"), "0");
     assert_eq!(
         query(&publisher, "SELECT count(*) FROM pg_replication_slots"),
         "0"
     );
     assert_eq!(
         query(
-            &subscriber,
+            &other,
             "SELECT count(*) FROM pg_type WHERE typname = 'status'"
         ),
         "0",
         "nothing of the copy is left"
+    );
+}
+
+#[test]
+fn a_publisher_gone_midway_leaves_nothing_here() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut publisher = publisher();
+    let subscriber = subscriber("copy-gone");
+    let connstr = publisher.connstr("postgres");
+    // A transaction with an xid, open in a session of its own: the slot waits for it before it
+    // has a snapshot, and the publisher goes away meanwhile.
+    let mut open = publisher
+        .psql_command("postgres")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("psql");
+    open.stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(b"BEGIN;\nSELECT pg_current_xact_id();\n")
+        .expect("write to psql");
+    let one = |what: &str, sql: &str, pg: &Cluster| {
+        ddl_e2e::wait_for(what, TIMEOUT, || {
+            let n = query(pg, sql);
+            (n == "1").then_some(()).ok_or(n)
+        })
+    };
+    one(
+        "the open transaction",
+        "SELECT count(*) FROM pg_stat_activity
+          WHERE state = 'idle in transaction' AND backend_xid IS NOT NULL",
+        &publisher,
+    );
+    let (ok, said) = std::thread::scope(|scope| {
+        let creating = scope.spawn(|| {
+            psql_verbose(
+                &subscriber,
+                "postgres",
+                &format!(
+                    "CREATE SUBSCRIPTION sub CONNECTION '{connstr}' PUBLICATION p
+                         WITH (ddl = 'all', copy_schema = true);"
+                ),
+            )
+        });
+        one(
+            "the slot to wait for the open transaction",
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE backend_type = 'walsender' AND wait_event_type = 'Lock'",
+            &publisher,
+        );
+        publisher.kill().expect("kill the publisher");
+        creating.join().expect("CREATE SUBSCRIPTION thread")
+    });
+    let _ = open.kill();
+    let _ = open.wait();
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("could not create replication slot \"sub\""),
+        "{said}"
+    );
+    assert_eq!(
+        query(&subscriber, "SELECT count(*) FROM pg_subscription"),
+        "0"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'shop'"
+        ),
+        "0"
+    );
+    // The slot was never made: after a restart the publisher has none.
+    publisher.start().expect("restart the publisher");
+    assert_eq!(
+        query(&publisher, "SELECT count(*) FROM pg_replication_slots"),
+        "0"
     );
 }

@@ -9,7 +9,7 @@
 //! and the subscription owner may become it), through the adapter of its SQL dialect, and every
 //! setting is restored after, also on error.
 
-mod activity;
+pub(crate) mod activity;
 #[cfg(any(test, feature = "pg_test"))]
 mod adapter_tests;
 mod adapters;

@@ -5,7 +5,8 @@
 //! Rows follow as usual (the table sync workers of `copy_data`).
 //!
 //! The steps, in CREATE SUBSCRIPTION's own transaction and before PostgreSQL reads the
-//! publications' tables (which must exist here by then), each announced by a NOTICE:
+//! publications' tables (which must exist here by then), each announced by a NOTICE and shown
+//! in this backend's `pg_stat_activity.query` while it runs:
 //! 1. roles: every role that owns, or holds a privilege or policy on, an object of the
 //!    publisher's database must exist here (roles are global objects that nothing replicates);
 //!    otherwise one ERROR names them all, before anything is changed;
@@ -21,16 +22,23 @@
 //! From step 2 on, an ERROR drops the slot again; the transaction takes the schema with it, so
 //! a failure leaves neither a subscription nor a slot nor half a schema behind.
 //!
-//! Objects the subscriber already has are PostgreSQL's errors for now ("relation ... already
-//! exists"): the copy is meant for an empty database.
+//! A database that has objects of its own is compared first (step 3½): pg_dump of this
+//! database, cut into the same blocks as the publisher's ([`pg_dump_script`]); an object that is
+//! here with the same text is kept, one that differs is an ERROR listing them all, and only the
+//! missing ones run. The comparison connects to this server over its Unix socket as the current
+//! user, which pg_hba.conf must allow.
 
 use super::publisher::Publisher;
+use crate::replay::activity::Activity;
 use ddl_server::xact::in_subtransaction;
+use pg_dump_script::Script;
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::PgLogLevel;
+use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -44,12 +52,23 @@ pub(super) struct Plan<'a> {
 
 /// Copies the publisher's schema here and makes the slot the subscription starts from.
 pub(super) fn copy(plan: &Plan<'_>) {
+    let progress = Activity::show("");
+    let step = |what: &str| {
+        notice!("copy_schema: {what}");
+        progress.set(&format!(
+            "/* ddl_sync: CREATE SUBSCRIPTION {} ... (copy_schema = true): {what} */",
+            plan.subscription
+        ));
+    };
     let publisher = super::connect(plan.conninfo, plan.subscription);
-    notice!("copy_schema: checking that the roles of the publisher's objects exist here");
+    step("checking that the roles of the publisher's objects exist here");
     check_roles(&publisher);
     let snapshot = publisher.create_slot_exporting_snapshot(plan.slot, plan.failover);
     notice!("created replication slot \"{}\" on publisher", plan.slot);
-    let copied = in_subtransaction(|| copy_in_snapshot(plan, &publisher, &snapshot), |_| true);
+    let copied = in_subtransaction(
+        || copy_in_snapshot(&publisher, plan.conninfo, &snapshot, &step),
+        |_| true,
+    );
     if let Err(caught) = copied {
         publisher.drop_slot(plan.slot);
         ereport!(
@@ -68,20 +87,21 @@ pub(super) fn copy(plan: &Plan<'_>) {
 }
 
 /// Steps 3 and 4: dump in the slot's snapshot, run the dump, set the sequences.
-fn copy_in_snapshot(plan: &Plan<'_>, publisher: &Publisher, snapshot: &str) {
-    notice!("copy_schema: dumping the publisher's schema as of the slot's snapshot");
-    let script = dump(plan.conninfo, snapshot);
+fn copy_in_snapshot(publisher: &Publisher, conninfo: &str, snapshot: &str, step: &dyn Fn(&str)) {
+    step("dumping the publisher's schema as of the slot's snapshot");
+    let published = dump(conninfo, Some(snapshot), "the publisher");
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
-    notice!(
-        "copy_schema: creating the schema here ({} kB of SQL)",
+    let script = missing_here(&published, step);
+    step(&format!(
+        "creating the schema here ({} kB of SQL)",
         script.len().div_ceil(1024)
-    );
+    ));
     run_script(&script);
-    notice!(
-        "copy_schema: setting {} sequences to the publisher's values",
+    step(&format!(
+        "setting {} sequences to the publisher's values",
         sequences.len()
-    );
+    ));
     for (schema, name, value) in &sequences {
         super::sequences::move_up(schema, name, *value);
     }
@@ -144,9 +164,9 @@ fn check_roles(publisher: &Publisher) {
     .report(PgLogLevel::ERROR);
 }
 
-/// This server's `pg_dump` of the publisher's schema in `snapshot`, as SQL in this database's
-/// encoding, without psql's `\restrict` lines.
-fn dump(conninfo: &str, snapshot: &str) -> String {
+/// This server's `pg_dump --schema-only` of the database `conninfo` names (`whose`, for
+/// messages), in `snapshot` when given, as SQL in this database's encoding.
+fn dump(conninfo: &str, snapshot: Option<&str>, whose: &str) -> String {
     let file = TempFile::new("dump.sql");
     let errors = TempFile::new("dump.err");
     let (conninfo, password) = split_password(conninfo);
@@ -161,13 +181,13 @@ fn dump(conninfo: &str, snapshot: &str) -> String {
             // the node's own configuration and apply log, never the publisher's.
             "--exclude-schema=ddl_sync",
         ])
-        .arg(format!("--snapshot={snapshot}"))
+        .args(snapshot.map(|s| format!("--snapshot={s}")))
         .arg(format!("--encoding={}", database_encoding()))
         .arg(format!("--file={}", file.0.display()))
         .arg(format!("--dbname={conninfo}"))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
-        .stderr(errors.create());
+        .stderr(errors.writer());
     if let Some(password) = password {
         command.env("PGPASSWORD", password);
     }
@@ -177,17 +197,119 @@ fn dump(conninfo: &str, snapshot: &str) -> String {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
-            format!(
-                "pg_dump of the publisher failed ({status}): {}",
-                said.trim()
-            )
+            format!("pg_dump of {whose} failed ({status}): {}", said.trim())
         );
     }
     let bytes = std::fs::read(&file.0)
         .unwrap_or_else(|e| error!("cannot read pg_dump's output {}: {e}", file.0.display()));
-    let text =
-        String::from_utf8(bytes).unwrap_or_else(|_| error!("pg_dump's output is not valid UTF-8"));
-    without_restrict(&text)
+    String::from_utf8(bytes).unwrap_or_else(|_| error!("pg_dump's output is not valid UTF-8"))
+}
+
+/// What of the publisher's `dump` to run here: all of it in a database without objects of its
+/// own; otherwise the objects this database lacks, after comparing with its own dump made by
+/// the same pg_dump. An object that is here identically (same text) is kept; one that is here
+/// differently is an ERROR that lists them all, before anything is changed.
+fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> String {
+    let published = Script::parse(dump_text);
+    if !has_objects_of_its_own() {
+        return published.select(|_| true);
+    }
+    step("comparing with the objects this database has already");
+    let local = Script::parse(&dump(&own_conninfo(), None, "this database"));
+    let here: HashMap<_, _> = local.blocks.iter().map(|b| (b.key(), b)).collect();
+    let mut differing = Vec::new();
+    let mut kept = 0;
+    let script = published.select(|block| match here.get(&block.key()) {
+        None => true,
+        Some(mine) if mine.text == block.text => {
+            kept += 1;
+            false
+        }
+        Some(_) => {
+            differing.push(block.describe());
+            false
+        }
+    });
+    if !differing.is_empty() {
+        ErrorReport::new(
+            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
+            format!(
+                "copy_schema: {} of the publisher's objects exist here with another definition: {}",
+                differing.len(),
+                differing.join(", ")
+            ),
+            "ddl_sync",
+        )
+        .set_detail("Nothing was changed. Objects that are identical on both sides are kept as they are.")
+        .set_hint("Make them the same as on the publisher, or drop them here, then run the statement again.")
+        .report(PgLogLevel::ERROR);
+    }
+    if kept > 0 {
+        notice!("copy_schema: {kept} of the publisher's objects are here already, identical: kept");
+    }
+    script
+}
+
+/// Whether this database has objects that are not PostgreSQL's or ddl_sync's (a new
+/// database's `public` schema and plpgsql do not count).
+fn has_objects_of_its_own() -> bool {
+    Spi::get_one::<bool>(
+        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace n
+                         WHERE n.nspname OPERATOR(pg_catalog.<>) ALL
+                               ('{pg_catalog, information_schema, ddl_sync, public, pg_toast}'::pg_catalog.name[])
+                           AND n.nspname::pg_catalog.text NOT LIKE 'pg\\_temp\\_%'
+                           AND n.nspname::pg_catalog.text NOT LIKE 'pg\\_toast\\_temp\\_%')
+             OR EXISTS (SELECT FROM pg_catalog.pg_class c
+                         WHERE c.relnamespace OPERATOR(pg_catalog.=) 'public'::pg_catalog.regnamespace)
+             OR EXISTS (SELECT FROM pg_catalog.pg_proc p
+                         WHERE p.pronamespace OPERATOR(pg_catalog.=) 'public'::pg_catalog.regnamespace)
+             OR EXISTS (SELECT FROM pg_catalog.pg_type t
+                         WHERE t.typnamespace OPERATOR(pg_catalog.=) 'public'::pg_catalog.regnamespace)
+             OR EXISTS (SELECT FROM pg_catalog.pg_extension e
+                         WHERE e.extname OPERATOR(pg_catalog.<>) ALL ('{plpgsql, ddl_sync}'::pg_catalog.name[]))",
+    )
+    .ok()
+    .flatten()
+    .unwrap_or(true)
+}
+
+/// A connection string to this database, as the current user, over this server's first Unix
+/// socket directory (or localhost).
+fn own_conninfo() -> String {
+    let (sockets, port, database, user) = Spi::connect(|client| {
+        let row = client
+            .select(
+                "SELECT pg_catalog.current_setting('unix_socket_directories'),
+                        pg_catalog.current_setting('port'), pg_catalog.current_database()::pg_catalog.text,
+                        CURRENT_USER::pg_catalog.text",
+                None,
+                &[],
+            )?
+            .first();
+        Ok::<_, pgrx::spi::Error>((
+            row.get::<String>(1)?.unwrap_or_default(),
+            row.get::<String>(2)?.unwrap_or_default(),
+            row.get::<String>(3)?.unwrap_or_default(),
+            row.get::<String>(4)?.unwrap_or_default(),
+        ))
+    })
+    .unwrap_or_else(|e| error!("cannot read this server's connection settings: {e}"));
+    let host = sockets
+        .split(',')
+        .map(str::trim)
+        .find(|s| !s.is_empty())
+        .unwrap_or("localhost")
+        .to_string();
+    [
+        ("host", host),
+        ("port", port),
+        ("dbname", database),
+        ("user", user),
+    ]
+    .iter()
+    .map(|(k, v)| format!("{k}={}", quote_value(v)))
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// Runs `command`, answering cancel requests meanwhile (the child is killed then).
@@ -210,15 +332,6 @@ fn wait(mut command: Command) -> std::process::ExitStatus {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-}
-
-/// pg_dump 15.14 and later frame a plain dump with `\restrict KEY` ... `\unrestrict KEY`, psql
-/// meta-commands that guard psql, not SQL: they go.
-fn without_restrict(text: &str) -> String {
-    text.lines()
-        .filter(|line| !(line.starts_with("\\restrict ") || line.starts_with("\\unrestrict ")))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// Step 4: the script, here, in a GUC nest level popped as on abort so that its `SET`s and
@@ -310,19 +423,46 @@ fn quote_value(value: &str) -> String {
     format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// A file in the server's temporary directory, removed when dropped.
+/// A new file in the data directory's `base/pgsql_tmp` (the server's own temporary files,
+/// 0700, which no other OS user can plant a link in; the `pgsql_tmp` name prefix makes a
+/// restart remove a file a crash left), removed when dropped.
 struct TempFile(PathBuf);
 
 impl TempFile {
+    /// Creates the file, empty; an existing one of the name is an ERROR, not overwritten.
     fn new(what: &str) -> TempFile {
+        // A backend's working directory is the data directory.
+        let dir = PathBuf::from("base/pgsql_tmp");
+        if let Err(e) = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+        {
+            error!("cannot create directory {}: {e}", dir.display());
+        }
         // SAFETY: the backend's pid, a global set at startup.
         let pid = unsafe { pg_sys::MyProcPid };
-        TempFile(std::env::temp_dir().join(format!("ddl_sync_copy_schema.{pid}.{what}")))
+        let path = std::env::current_dir()
+            .unwrap_or_default()
+            .join(dir)
+            .join(format!("pgsql_tmp{pid}.ddl_sync_copy_schema.{what}"));
+        if let Err(e) = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            error!("cannot create {}: {e}", path.display());
+        }
+        TempFile(path)
     }
 
-    fn create(&self) -> std::fs::File {
-        std::fs::File::create(&self.0)
-            .unwrap_or_else(|e| error!("cannot create {}: {e}", self.0.display()))
+    /// The file, open for writing (for a child's stderr).
+    fn writer(&self) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.0)
+            .unwrap_or_else(|e| error!("cannot open {}: {e}", self.0.display()))
     }
 }
 
