@@ -33,7 +33,7 @@ use crate::migration::{describe_schema, Migration};
 use crate::procfs::{foreign_note, quiet_check, Foreign, Watch};
 use crate::{
     check_release_installed, median, options, percentile, pgbench, pgbench_figure, pgbench_spawn,
-    rounds_note, section_heading, spread, verdict, write_section, Machine, Result,
+    reproduce, rounds_note, section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::cell::Cell;
@@ -730,6 +730,7 @@ fn section(
     lag: &[LagRound],
 ) -> String {
     let heading = section_heading("Apply", server);
+    let command = reproduce("apply", server);
     let Settings {
         runs,
         seconds,
@@ -853,7 +854,7 @@ fn section(
 
     format!(
         "{heading}\n\n\
-         Reproduce with `cargo xtask bench apply` (options: `--runs N`, `--statements N`, \
+         Reproduce with `{command}` (options: `--runs N`, `--statements N`, \
          `--seconds S`, `--rate R`). It installs release builds (`cargo xtask install`), starts a \
          throwaway publisher and subscriber, and rewrites this section.\n\n\
          - Date: {date}\n\

@@ -26,8 +26,8 @@
 use crate::events::split_events;
 use crate::procfs::{foreign_note, quiet_check, server_cpu_ms, Foreign, Watch};
 use crate::{
-    check_release_installed, median, options, pgbench, pgbench_figure, pgbench_in, rounds_note,
-    script_dir, section_heading, spread, verdict, write_section, Machine, Result,
+    check_release_installed, median, options, pgbench, pgbench_figure, pgbench_in, reproduce,
+    rounds_note, script_dir, section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::path::Path;
@@ -369,6 +369,7 @@ fn section(
     tps: &[Vec<Sample>],
 ) -> String {
     let heading = section_heading("Capture", server);
+    let command = reproduce("capture", server);
     let latency = |s: &Sample| s.latency_ms;
     let rate = |s: &Sample| s.tps;
     let wal = |s: &Sample| s.wal_per_transaction;
@@ -415,7 +416,7 @@ fn section(
 
     format!(
         "{heading}\n\n\
-         Reproduce with `cargo xtask bench capture` (options: `--runs N`, `--ddl-scripts N`, \
+         Reproduce with `{command}` (options: `--runs N`, `--ddl-scripts N`, \
          `--seconds S`). It installs release builds (`cargo xtask install`), starts two \
          throwaway clusters and rewrites this section.\n\n\
          - Date: {date}\n\

@@ -30,8 +30,8 @@ use crate::procfs::{
     foreign_note, mapped_rss_kb, proc_cpu_ms, proc_status, quiet_check, Foreign, Status, Watch,
 };
 use crate::{
-    check_release_installed, median, options, pgbench, pgbench_figure, rounds_note, script_dir,
-    section_heading, spread, verdict, write_section, Machine, Result,
+    check_release_installed, median, options, pgbench, pgbench_figure, reproduce, rounds_note,
+    script_dir, section_heading, spread, verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::io::Read;
@@ -619,9 +619,10 @@ fn section(
     measured: &[Measured],
 ) -> String {
     let heading = section_heading("Decode", server);
+    let command = reproduce("decode", server);
     let mut s = format!(
         "{heading}\n\n\
-         Reproduce with `cargo xtask bench decode` (options: `--runs N`, `--transactions N`). It \
+         Reproduce with `{command}` (options: `--runs N`, `--transactions N`). It \
          installs release builds (`cargo xtask install`), runs the workloads below on a throwaway \
          cluster, decodes them with both plugins and rewrites this section.\n\n\
          - Date: {date}\n\

@@ -149,6 +149,15 @@ fn section_heading(name: &str, server: &str) -> String {
     format!("## {name} on PostgreSQL {major}")
 }
 
+/// The command that reproduces benchmark `name` on the server whose `version()` is `server`:
+/// `cargo xtask bench <name>` on 15 (xtask's default), `cargo xtask --pg N bench <name>` else.
+fn reproduce(name: &str, server: &str) -> String {
+    match section_heading("", server).rsplit(' ').next() {
+        Some("15") | None => format!("cargo xtask bench {name}"),
+        Some(major) => format!("cargo xtask --pg {major} bench {name}"),
+    }
+}
+
 /// Rewrites the section titled `heading` of BENCHMARKS.md with `section`.
 fn write_section(heading: &str, section: &str) -> Result {
     report::write_section(
