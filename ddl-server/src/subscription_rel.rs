@@ -27,6 +27,29 @@ extern "C-unwind" {
     fn RemoveSubscriptionRel(subid: pg_sys::Oid, relid: pg_sys::Oid);
 }
 
+/// Whether this database has any subscription, from the catalog cache (a list of
+/// pg_subscription's rows of this database, kept and invalidated by PostgreSQL): code that runs
+/// inside every DDL statement (the strict guard, the peer tables' event trigger) costs next to
+/// nothing where there is none, e.g. on a publisher, and takes no lock.
+pub fn database_has_subscriptions() -> bool {
+    // SAFETY: a catcache list lookup by the first key of SUBSCRIPTIONNAME (subdbid, subname),
+    // in the current transaction; the list is released before returning.
+    unsafe {
+        pg_guard_ffi_boundary(|| {
+            let list = pg_sys::SearchSysCacheList(
+                pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME as std::ffi::c_int,
+                1,
+                pg_sys::Datum::from(pg_sys::MyDatabaseId),
+                pg_sys::Datum::from(0usize),
+                pg_sys::Datum::from(0usize),
+            );
+            let found = (*list).n_members > 0;
+            pg_sys::ReleaseCatCacheList(list);
+            found
+        })
+    }
+}
+
 /// `SUBREL_STATE_READY`: the relation is in sync; the apply worker applies its rows.
 const READY: std::ffi::c_char = b'r' as std::ffi::c_char;
 

@@ -45,6 +45,11 @@ pub(super) unsafe fn check(node: *mut pg_sys::Node) {
     {
         return;
     }
+    // Only a database with subscriptions can have a strict one: elsewhere (a publisher, say)
+    // the guard costs one scan of pg_subscription, without SPI.
+    if !ddl_server::subscription_rel::database_has_subscriptions() {
+        return;
+    }
     // SAFETY: the caller's promise.
     let relids = unsafe { relations(node) };
     // SAFETY: a statement that changes a table runs in a transaction that can read catalogs.

@@ -60,7 +60,9 @@ pub unsafe extern "C-unwind" fn ddl_sync_register_peer_tables(
     unsafe { ddl_server::event_trigger::data(fcinfo) };
     // SAFETY: a backend global, true while an extension script runs; an extension's tables
     // are the extension's business on each node.
-    if !unsafe { pg_sys::creating_extension } {
+    if !unsafe { pg_sys::creating_extension }
+        && ddl_server::subscription_rel::database_has_subscriptions()
+    {
         register_new_tables();
     }
     pg_sys::Datum::from(0usize)
