@@ -45,15 +45,17 @@ pub(super) unsafe fn check(node: *mut pg_sys::Node) {
     {
         return;
     }
-    // Only a database with subscriptions can have a strict one: elsewhere (a publisher, say)
-    // the guard costs one scan of pg_subscription, without SPI.
-    if !ddl_server::subscription_rel::database_has_subscriptions() {
-        return;
-    }
     // SAFETY: the caller's promise.
     let relids = unsafe { relations(node) };
-    // SAFETY: a statement that changes a table runs in a transaction that can read catalogs.
-    if relids.is_empty() || !unsafe { super::extension_exists() } {
+    // Only a statement that changes a table, and only in a database with subscriptions (one
+    // catalog cache lookup, no SPI: a publisher pays nothing more), can meet a strict one. A
+    // statement that changes a table runs in a transaction that can read catalogs (BEGIN,
+    // COMMIT and ROLLBACK, which may run in an aborted one, stop at the first test).
+    if relids.is_empty()
+        || !ddl_server::subscription_rel::database_has_subscriptions()
+        // SAFETY: as above.
+        || !unsafe { super::extension_exists() }
+    {
         return;
     }
     let Some((subscription, table)) = protected(relids) else {
