@@ -14,8 +14,8 @@ pub mod regress;
 mod replication;
 
 pub use replication::{
-    assert_no_subscription_made, ddl_subscriber, deliver_events, query, subscribe, subscribe_in,
-    subscribed_pair, wait_caught_up, wait_synchronised,
+    assert_no_subscription_made, create_subscription, ddl_subscriber, deliver_events, query,
+    subscribe, subscribe_in, subscribed_pair, wait_caught_up, wait_synchronised,
 };
 
 use ddl_testkit::{Cluster, ClusterBuilder};

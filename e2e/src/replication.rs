@@ -171,6 +171,25 @@ pub fn wait_synchronised(subscriber: &Cluster, db: &str) {
     );
 }
 
+/// `CREATE SUBSCRIPTION sub CONNECTION <publisher's database postgres> PUBLICATION p WITH
+/// (<with>)` in database `db` of `subscriber`, with verbose errors: whether it succeeded, and
+/// what psql wrote to stderr (notices, warnings, errors).
+pub fn create_subscription(
+    subscriber: &Cluster,
+    db: &str,
+    publisher: &Cluster,
+    with: &str,
+) -> (bool, String) {
+    crate::psql_verbose(
+        subscriber,
+        db,
+        &format!(
+            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p WITH ({with});",
+            publisher.connstr("postgres")
+        ),
+    )
+}
+
 /// Asserts that a CREATE SUBSCRIPTION that failed left nothing behind: no subscription on
 /// `subscriber`, no slot on `publisher`.
 pub fn assert_no_subscription_made(subscriber: &Cluster, publisher: &Cluster) {

@@ -5,7 +5,8 @@
 
 use ddl_e2e::compare::{assert_same_rows, assert_same_schema};
 use ddl_e2e::{
-    ddl_publisher, ddl_subscriber, psql_verbose, query, wait_caught_up, wait_synchronised, Session,
+    assert_no_subscription_made, create_subscription, ddl_publisher, ddl_subscriber, psql_verbose,
+    query, wait_caught_up, wait_synchronised, Session,
 };
 use ddl_testkit::Cluster;
 use std::time::Duration;
@@ -69,16 +70,30 @@ fn subscriber(name: &str) -> Cluster {
     subscriber
 }
 
-fn create_subscription(subscriber: &Cluster, publisher: &Cluster) -> (bool, String) {
-    psql_verbose(
+/// CREATE SUBSCRIPTION sub ... WITH (ddl = 'all', copy_schema = true).
+fn copy(subscriber: &Cluster, publisher: &Cluster) -> (bool, String) {
+    create_subscription(
         subscriber,
         "postgres",
-        &format!(
-            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', copy_schema = true);",
-            publisher.connstr("postgres")
-        ),
+        publisher,
+        "ddl = 'all', copy_schema = true",
     )
+}
+
+/// Neither a subscription nor anything of the publisher's schema here.
+fn assert_nothing_copied(subscriber: &Cluster) {
+    assert_eq!(
+        query(subscriber, "SELECT count(*) FROM pg_subscription"),
+        "0"
+    );
+    assert_eq!(
+        query(
+            subscriber,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'shop'"
+        ),
+        "0",
+        "nothing of the copy is left"
+    );
 }
 
 #[test]
@@ -98,7 +113,7 @@ fn copy_schema_gives_an_empty_subscriber_the_schema_and_rows_with_ddl_meanwhile(
          INSERT INTO shop.notes (body) VALUES ('during the copy');",
     );
     let creating = std::thread::scope(|scope| {
-        let creating = scope.spawn(|| create_subscription(&subscriber, &publisher));
+        let creating = scope.spawn(|| copy(&subscriber, &publisher));
         // The slot waits for the open transaction before it has a snapshot.
         std::thread::sleep(Duration::from_millis(500));
         migration.run("COMMIT;");
@@ -152,7 +167,7 @@ fn copy_schema_gives_an_empty_subscriber_the_schema_and_rows_with_ddl_meanwhile(
 fn missing_roles_are_listed_before_anything_is_made() {
     let publisher = publisher();
     let subscriber = ddl_subscriber("copy-noroles", &["ddl_sync"]);
-    let (ok, said) = create_subscription(&subscriber, &publisher);
+    let (ok, said) = copy(&subscriber, &publisher);
     assert!(!ok);
     assert!(
         said.contains(
@@ -160,21 +175,8 @@ fn missing_roles_are_listed_before_anything_is_made() {
         ),
         "{said}"
     );
-    assert_eq!(
-        query(&subscriber, "SELECT count(*) FROM pg_subscription"),
-        "0"
-    );
-    assert_eq!(
-        query(
-            &subscriber,
-            "SELECT count(*) FROM pg_namespace WHERE nspname = 'shop'"
-        ),
-        "0"
-    );
-    assert_eq!(
-        query(&publisher, "SELECT count(*) FROM pg_replication_slots"),
-        "0"
-    );
+    assert_nothing_copied(&subscriber);
+    assert_no_subscription_made(&subscriber, &publisher);
 }
 
 #[test]
@@ -188,7 +190,7 @@ fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
          CREATE EXTENSION citext WITH SCHEMA shop;
          CREATE TYPE shop.status AS ENUM ('new', 'paid', 'shipped');",
     );
-    let (ok, said) = create_subscription(&same, &publisher);
+    let (ok, said) = copy(&same, &publisher);
     assert!(ok, "{said}");
     assert!(
         said.contains("copy_schema: comparing with the objects this database has already"),
@@ -208,7 +210,7 @@ fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
         &other,
         "CREATE SCHEMA shop; CREATE TABLE shop.customers (id int); CREATE TABLE mine (a int);",
     );
-    let (ok, said) = create_subscription(&other, &publisher);
+    let (ok, said) = copy(&other, &publisher);
     assert!(!ok);
     assert!(
         said.contains(
@@ -218,11 +220,7 @@ fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
         "{said}"
     );
     assert!(said.contains("was dropped again"), "{said}");
-    assert_eq!(query(&other, "SELECT count(*) FROM pg_subscription"), "0");
-    assert_eq!(
-        query(&publisher, "SELECT count(*) FROM pg_replication_slots"),
-        "0"
-    );
+    assert_no_subscription_made(&other, &publisher);
     assert_eq!(
         query(
             &other,
@@ -293,17 +291,7 @@ fn a_publisher_gone_midway_leaves_nothing_here() {
         said.contains("could not create replication slot \"sub\""),
         "{said}"
     );
-    assert_eq!(
-        query(&subscriber, "SELECT count(*) FROM pg_subscription"),
-        "0"
-    );
-    assert_eq!(
-        query(
-            &subscriber,
-            "SELECT count(*) FROM pg_namespace WHERE nspname = 'shop'"
-        ),
-        "0"
-    );
+    assert_nothing_copied(&subscriber);
     // The slot was never made: after a restart the publisher has none.
     publisher.start().expect("restart the publisher");
     assert_eq!(

@@ -3,7 +3,7 @@
 //! which computes them. PostgreSQL 18's `publish_generated_columns = stored` sends the stored
 //! ones' values, which a generated column on the subscriber cannot take.
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, psql_verbose, query, wait_caught_up};
+use ddl_e2e::{create_subscription, ddl_publisher, ddl_subscriber, query, wait_caught_up};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
@@ -21,14 +21,7 @@ fn pair(name: &str, with: &str) -> (Cluster, Cluster) {
         &format!("CREATE PUBLICATION p FOR ALL TABLES WITH ({with})"),
     );
     let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
-    let (ok, said) = psql_verbose(
-        &subscriber,
-        "postgres",
-        &format!(
-            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p WITH (ddl = 'all');",
-            publisher.connstr("postgres")
-        ),
-    );
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
     assert!(ok, "{said}");
     (publisher, subscriber)
 }

@@ -4,7 +4,7 @@
 //! says so.
 
 use ddl_e2e::{
-    ddl_publisher, ddl_subscriber, psql_verbose, query, wait_caught_up, wait_for,
+    create_subscription, ddl_publisher, ddl_subscriber, query, wait_caught_up, wait_for,
     wait_synchronised, Session,
 };
 use ddl_testkit::Cluster;
@@ -35,14 +35,11 @@ fn ddl_in_a_streamed_transaction_is_replayed_by_a_parallel_apply_worker() {
         &subscriber,
         "CREATE TABLE t (id int PRIMARY KEY, payload text);",
     );
-    let (ok, said) = psql_verbose(
+    let (ok, said) = create_subscription(
         &subscriber,
         "postgres",
-        &format!(
-            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                 WITH (ddl = 'all', streaming = parallel);",
-            publisher.connstr("postgres")
-        ),
+        &publisher,
+        "ddl = 'all', streaming = parallel",
     );
     assert!(ok, "{said}");
     wait_synchronised(&subscriber, "postgres");

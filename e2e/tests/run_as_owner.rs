@@ -5,7 +5,7 @@
 //! the same kind of statement is refused (the attack suite, e2e/src/attacks.rs, covers every
 //! kind in that mode).
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, psql_verbose, query, wait_caught_up};
+use ddl_e2e::{create_subscription, ddl_publisher, ddl_subscriber, query, wait_caught_up};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
@@ -50,14 +50,7 @@ fn code_a_role_attaches_to_its_table_runs_as_that_role_unless_run_as_owner() {
     );
     let subscriber = ddl_subscriber("owner-sub", &["ddl_sync"]);
     query(&subscriber, COMMON);
-    let (ok, said) = psql_verbose(
-        &subscriber,
-        "postgres",
-        &format!(
-            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p WITH (ddl = 'all');",
-            publisher.connstr("postgres")
-        ),
-    );
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
     assert!(ok, "{said}");
 
     as_mallory(

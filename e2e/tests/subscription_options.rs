@@ -3,7 +3,7 @@
 //! configuration is stored, the kinds are checked against the publisher, and DDL replicates
 //! with no other step.
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, psql_verbose, wait_for};
+use ddl_e2e::{create_subscription, ddl_publisher, ddl_subscriber, psql_verbose, wait_for};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
@@ -25,23 +25,6 @@ fn publisher(name: &str, ddl: &str) -> Cluster {
         ),
     );
     publisher
-}
-
-/// `CREATE SUBSCRIPTION sub CONNECTION <publisher> PUBLICATION p WITH (<with>)`, verbosely.
-fn create_subscription(
-    subscriber: &Cluster,
-    db: &str,
-    publisher: &Cluster,
-    with: &str,
-) -> (bool, String) {
-    psql_verbose(
-        subscriber,
-        db,
-        &format!(
-            "CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p WITH ({with});",
-            publisher.connstr("postgres")
-        ),
-    )
 }
 
 /// The publisher's slots and their plugins, without the table sync workers' own.
