@@ -234,6 +234,21 @@ pub const SUBSCRIPTION_RUNS_AS_OWNER_SQL: &str = "true";
 #[cfg(not(feature = "pg15"))]
 pub const SUBSCRIPTION_RUNS_AS_OWNER_SQL: &str = "s.subrunasowner";
 
+/// Whether a subscription made with `run_as_owner` set as given (`None`: not given) will apply
+/// rows as its owner: always before 16, which has no such option; from 16 on only with
+/// `run_as_owner = true` (the default is false).
+#[cfg(feature = "pg15")]
+pub fn new_subscription_runs_as_owner(_run_as_owner: Option<bool>) -> bool {
+    true
+}
+/// Whether a subscription made with `run_as_owner` set as given (`None`: not given) will apply
+/// rows as its owner: always before 16, which has no such option; from 16 on only with
+/// `run_as_owner = true` (the default is false).
+#[cfg(not(feature = "pg15"))]
+pub fn new_subscription_runs_as_owner(run_as_owner: Option<bool>) -> bool {
+    run_as_owner.unwrap_or(false)
+}
+
 /// Whether a subscription takes only the changes that originated on its publisher (`origin =
 /// none`), as an SQL expression on `s` (the `pg_subscription` row): 16 added the option.
 #[cfg(feature = "pg15")]

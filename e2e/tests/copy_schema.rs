@@ -299,3 +299,117 @@ fn a_publisher_gone_midway_leaves_nothing_here() {
         "0"
     );
 }
+
+#[test]
+fn a_statement_postgresql_refuses_copies_nothing_and_leaves_no_slot() {
+    let publisher = publisher();
+    let subscriber = subscriber("copy-typo");
+    let (ok, said) = create_subscription(
+        &subscriber,
+        "postgres",
+        &publisher,
+        "ddl = 'all', copy_schema = true, streamin = on",
+    );
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("unrecognized subscription parameter: \"streamin\""),
+        "PostgreSQL's own error: {said}"
+    );
+    assert!(!said.contains("copy_schema: dumping"), "{said}");
+    assert_nothing_copied(&subscriber);
+    assert_no_subscription_made(&subscriber, &publisher);
+}
+
+/// Role `mallory` (LOGIN only, CREATE on `public`) owns a table with a trigger enabled ALWAYS
+/// that notes who it runs as, and a CHECK that calls her own function; a superuser's table has
+/// a trigger enabled ALWAYS too.
+const CODE: &str = "
+    CREATE ROLE mallory LOGIN;
+    GRANT CREATE ON SCHEMA public TO mallory;
+    SET ROLE mallory;
+    CREATE TABLE public.m (id int PRIMARY KEY, who_ran name);
+    CREATE FUNCTION public.m_note() RETURNS trigger LANGUAGE plpgsql
+        AS $f$ BEGIN NEW.who_ran := current_user; RETURN NEW; END $f$;
+    CREATE TRIGGER m_note BEFORE INSERT ON public.m FOR EACH ROW EXECUTE FUNCTION public.m_note();
+    ALTER TABLE public.m ENABLE ALWAYS TRIGGER m_note;
+    CREATE FUNCTION public.positive(int) RETURNS bool LANGUAGE sql AS 'SELECT $1 > 0';
+    CREATE TABLE public.checked (n int CHECK (public.positive(n)));
+    INSERT INTO public.m (id) SELECT generate_series(1, 10);
+    RESET ROLE;
+    CREATE TABLE public.audited (id int PRIMARY KEY, seen timestamptz);
+    CREATE FUNCTION public.audit_seen() RETURNS trigger LANGUAGE plpgsql
+        AS $f$ BEGIN NEW.seen := now(); RETURN NEW; END $f$;
+    CREATE TRIGGER audited_seen BEFORE INSERT ON public.audited
+        FOR EACH ROW EXECUTE FUNCTION public.audit_seen();
+    ALTER TABLE public.audited ENABLE ALWAYS TRIGGER audited_seen;
+    CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');";
+
+/// Where rows are applied as the subscription owner (PostgreSQL 15, or `run_as_owner = true`),
+/// table sync and apply would run mallory's trigger and function with a superuser's rights: the
+/// copy is refused, listing them (not the superuser's trigger), and nothing is left behind.
+/// Where rows are applied as each table's owner (16 and later, by default), the copy is made
+/// and her trigger runs as mallory on the subscriber.
+#[test]
+fn code_of_a_role_that_is_not_a_superuser_never_runs_with_the_subscription_owners_rights() {
+    let publisher = ddl_publisher("copy-code-pub");
+    query(&publisher, CODE);
+    let version: u32 = query(&publisher, "SHOW server_version_num")
+        .parse()
+        .unwrap();
+    let refused = ddl_subscriber("copy-code-refused", &["ddl_sync"]);
+    query(&refused, "CREATE ROLE mallory LOGIN;");
+    let run_as_owner = if version < 160000 {
+        ""
+    } else {
+        ", run_as_owner = true"
+    };
+    let (ok, said) = create_subscription(
+        &refused,
+        "postgres",
+        &publisher,
+        &format!("ddl = 'all', copy_schema = true{run_as_owner}"),
+    );
+    assert!(!ok, "{said}");
+    for finding in [
+        "the publisher's schema attaches code of roles that are not superusers",
+        "trigger m_note on public.m is enabled ALWAYS",
+        "constraint checked_n_check on table public.checked calls public.positive(integer), owned by mallory",
+    ] {
+        assert!(said.contains(finding), "no {finding:?} in:\n{said}");
+    }
+    assert!(!said.contains("audited_seen"), "a superuser's trigger passes: {said}");
+    assert!(said.contains("was dropped again"), "{said}");
+    assert_no_subscription_made(&refused, &publisher);
+    assert_eq!(
+        query(&refused, "SELECT count(*) FROM pg_class WHERE relname = 'm'"),
+        "0",
+        "nothing of the copy is left"
+    );
+    if version < 160000 {
+        println!("copy_schema: PostgreSQL {version} always applies rows as the subscription owner");
+        return;
+    }
+
+    let applied = ddl_subscriber("copy-code-applied", &["ddl_sync"]);
+    query(&applied, "CREATE ROLE mallory LOGIN;");
+    let (ok, said) = create_subscription(
+        &applied,
+        "postgres",
+        &publisher,
+        "ddl = 'all', copy_schema = true",
+    );
+    assert!(ok, "{said}");
+    wait_synchronised(&applied, "postgres");
+    assert_eq!(
+        query(&applied, "SELECT string_agg(DISTINCT who_ran, ',') FROM public.m"),
+        "mallory",
+        "table sync ran her trigger as mallory"
+    );
+    query(&publisher, "INSERT INTO public.m (id) VALUES (11)");
+    wait_caught_up(&publisher, &applied, "sub", TIMEOUT);
+    assert_eq!(
+        query(&applied, "SELECT who_ran FROM public.m WHERE id = 11"),
+        "mallory",
+        "apply ran her trigger as mallory"
+    );
+}

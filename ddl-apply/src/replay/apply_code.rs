@@ -45,20 +45,50 @@ pub fn rows_applied_as_subscription_owner() -> bool {
     .unwrap_or(true)
 }
 
+/// Whose rows the check judges.
+#[derive(Clone, Copy)]
+pub enum Author {
+    /// A statement replayed as a role that is not a superuser: every trigger or rule it left
+    /// enabled ALWAYS or REPLICA counts.
+    NotSuperuser,
+    /// A schema a superuser copied from the publisher (`copy_schema`), whose objects keep their
+    /// owners: a trigger or rule counts when its table is not owned by a superuser (only the
+    /// table's owner, or a superuser, can enable one).
+    TableOwners,
+}
+
 /// Why the statement just run (in the subtransaction whose xid is `since`) must be undone, or
-/// `None`. Runs with ddl_sync's own search_path (every name below is qualified anyway).
+/// `None`. Every name and operator below is qualified: the caller's search_path may be anyone's.
 pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
+    code_left_behind(since, Author::NotSuperuser).map(|what| {
+        format!(
+            "{what}: it would run as the subscription owner whenever a row is applied; only a \
+             superuser's statements may leave that behind where rows are applied as the \
+             subscription owner (PostgreSQL 15, or run_as_owner = true; see SECURITY.md)"
+        )
+    })
+}
+
+/// The code that the catalog rows written since the subtransaction `since` began attach to
+/// tables, and that would run with the subscription owner's rights during apply, as one line
+/// (each finding separated by `; `), or `None`. An error reading the catalogs is a finding.
+pub fn code_left_behind(since: pg_sys::TransactionId, author: Author) -> Option<String> {
     // xmin >= since, wraparound-safe: age() counts back from the transaction's own xid, and the
     // statement's rows are younger than anything before its subtransaction.
     // One row always (NULL when nothing is wrong): get_one reports an empty result as an error.
+    // $2: whether a trigger or rule counts only on a table that is not a superuser's.
     const QUERY: &str = "
-        SELECT (SELECT reason FROM (
+        SELECT (SELECT pg_catalog.string_agg(reason, '; ' ORDER BY reason) FROM (
         WITH mine AS (SELECT pg_catalog.age($1::pg_catalog.text::pg_catalog.xid) AS age),
+        not_superusers AS (
+            SELECT c.oid FROM pg_catalog.pg_class c
+              JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.relowner
+             WHERE NOT o.rolsuper),
         calls AS (
             SELECT d.classid, d.objid, d.objsubid, f.oid AS fn, f.proowner
               FROM pg_catalog.pg_depend d
               JOIN pg_catalog.pg_operator op
-                ON d.refclassid = 'pg_catalog.pg_operator'::pg_catalog.regclass
+                ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_operator'::pg_catalog.regclass
                AND op.oid OPERATOR(pg_catalog.=) d.refobjid
               JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) op.oprcode::pg_catalog.oid
              WHERE pg_catalog.age(d.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
@@ -67,24 +97,27 @@ pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
             SELECT d.classid, d.objid, d.objsubid, f.oid, f.proowner
               FROM pg_catalog.pg_depend d
               JOIN pg_catalog.pg_proc f
-                ON d.refclassid = 'pg_catalog.pg_proc'::pg_catalog.regclass
+                ON d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
                AND f.oid OPERATOR(pg_catalog.=) d.refobjid
              WHERE pg_catalog.age(d.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
                 OR pg_catalog.age(f.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
         )
         SELECT pg_catalog.format('trigger %I on %s is enabled %s',
                    t.tgname, t.tgrelid::pg_catalog.regclass,
-                   CASE t.tgenabled WHEN 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
+                   CASE WHEN t.tgenabled OPERATOR(pg_catalog.=) 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
           FROM pg_catalog.pg_trigger t
-         WHERE NOT t.tgisinternal AND t.tgenabled IN ('A', 'R')
+         WHERE NOT t.tgisinternal AND t.tgenabled OPERATOR(pg_catalog.=) ANY ('{A,R}'::pg_catalog.\"char\"[])
            AND pg_catalog.age(t.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+           AND (NOT $2 OR EXISTS (SELECT FROM not_superusers n WHERE n.oid OPERATOR(pg_catalog.=) t.tgrelid))
         UNION ALL
         SELECT pg_catalog.format('rule %I on %s is enabled %s',
                    r.rulename, r.ev_class::pg_catalog.regclass,
-                   CASE r.ev_enabled WHEN 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
+                   CASE WHEN r.ev_enabled OPERATOR(pg_catalog.=) 'A' THEN 'ALWAYS' ELSE 'REPLICA' END)
           FROM pg_catalog.pg_rewrite r
-         WHERE r.ev_enabled IN ('A', 'R') AND r.ev_type <> '1'
+         WHERE r.ev_enabled OPERATOR(pg_catalog.=) ANY ('{A,R}'::pg_catalog.\"char\"[])
+           AND r.ev_type OPERATOR(pg_catalog.<>) '1'
            AND pg_catalog.age(r.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
+           AND (NOT $2 OR EXISTS (SELECT FROM not_superusers n WHERE n.oid OPERATOR(pg_catalog.=) r.ev_class))
         UNION ALL
         SELECT pg_catalog.format('%s calls %s, owned by %I, which is not a superuser',
                    pg_catalog.pg_describe_object(c.classid, c.objid, c.objsubid),
@@ -93,20 +126,14 @@ pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
           JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) c.fn
           JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.proowner
          WHERE NOT o.rolsuper AND NOT f.prosecdef
-           AND c.classid IN ('pg_catalog.pg_constraint'::pg_catalog.regclass,
-                             'pg_catalog.pg_attrdef'::pg_catalog.regclass,
-                             'pg_catalog.pg_class'::pg_catalog.regclass,
-                             'pg_catalog.pg_type'::pg_catalog.regclass)
-        ) AS found (reason) LIMIT 1)";
+           AND c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_constraint',
+                   'pg_catalog.pg_attrdef', 'pg_catalog.pg_class',
+                   'pg_catalog.pg_type']::pg_catalog.regclass[])
+        ) AS found (reason))";
     let since = u32::from(since).to_string();
-    let found = Spi::get_one_with_args::<String>(QUERY, &[since.as_str().into()]);
-    match found {
-        Ok(Some(what)) => Some(format!(
-            "{what}: it would run as the subscription owner whenever a row is applied; only a \
-             superuser's statements may leave that behind where rows are applied as the \
-             subscription owner (PostgreSQL 15, or run_as_owner = true; see SECURITY.md)"
-        )),
-        Ok(None) => None,
+    let by_owner = matches!(author, Author::TableOwners);
+    match Spi::get_one_with_args::<String>(QUERY, &[since.as_str().into(), by_owner.into()]) {
+        Ok(found) => found,
         Err(e) => Some(format!("cannot check the code the statement attached: {e}")),
     }
 }

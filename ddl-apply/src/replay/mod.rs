@@ -13,7 +13,7 @@ pub(crate) mod activity;
 #[cfg(any(test, feature = "pg_test"))]
 mod adapter_tests;
 mod adapters;
-mod apply_code;
+pub(crate) mod apply_code;
 pub(crate) mod applying;
 mod c_abi;
 mod detach;

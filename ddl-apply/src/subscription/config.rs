@@ -59,14 +59,6 @@ const SUBSCRIPTION_BY_NAME: &str = "SELECT oid FROM pg_catalog.pg_subscription
        AND subdbid OPERATOR(pg_catalog.=) (SELECT oid FROM pg_catalog.pg_database
                                             WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())";
 
-/// Whether this database has a subscription named `name`.
-pub(crate) fn subscription_exists(name: &str) -> bool {
-    ddl_server::spi::read_one::<pg_sys::Oid>(SUBSCRIPTION_BY_NAME, &[name.into()])
-        .ok()
-        .flatten()
-        .is_some()
-}
-
 /// The subscription of this database named `name`; PostgreSQL's error when there is none.
 pub(crate) fn subscription_oid(name: &str) -> pg_sys::Oid {
     Spi::get_one_with_args::<pg_sys::Oid>(SUBSCRIPTION_BY_NAME, &[name.into()])

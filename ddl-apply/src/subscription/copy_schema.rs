@@ -16,8 +16,12 @@
 //!    (without publications, subscriptions and the `ddl_sync` schema, which is node-local), in
 //!    this database's encoding. `pg_dump` refuses
 //!    a server newer than itself, so the subscriber must not be older than the publisher;
-//! 4. the script runs here through SPI, its settings undone afterwards; then the sequences are
-//!    set to the publisher's values.
+//! 4. the script runs here through SPI, its settings undone afterwards; where rows will be
+//!    applied as the subscription owner (PostgreSQL 15, or `run_as_owner = true`), code that
+//!    the copy attached to tables and that would run with the owner's rights (triggers and
+//!    rules enabled ALWAYS or REPLICA on tables of roles that are not superusers, expressions
+//!    calling their functions: see `apply_code`) is an ERROR listing it, as for replayed DDL;
+//!    then the sequences are set to the publisher's values.
 //!
 //! From step 2 on, an ERROR drops the slot again; the transaction takes the schema with it, so
 //! a failure leaves neither a subscription nor a slot nor half a schema behind.
@@ -30,6 +34,7 @@
 
 use super::publisher::Publisher;
 use crate::replay::activity::Activity;
+use crate::replay::apply_code::{self, Author};
 use ddl_server::xact::in_subtransaction;
 use pg_dump_script::Script;
 use pgrx::pg_sys;
@@ -48,6 +53,8 @@ pub(super) struct Plan<'a> {
     pub conninfo: &'a str,
     pub slot: &'a str,
     pub failover: bool,
+    /// Whether the subscription will apply rows as its owner (see `apply_code`).
+    pub runs_as_owner: bool,
 }
 
 /// Copies the publisher's schema here and makes the slot the subscription starts from.
@@ -66,30 +73,71 @@ pub(super) fn copy(plan: &Plan<'_>) {
     let snapshot = publisher.create_slot_exporting_snapshot(plan.slot, plan.failover);
     notice!("created replication slot \"{}\" on publisher", plan.slot);
     let copied = in_subtransaction(
-        || copy_in_snapshot(&publisher, plan.conninfo, &snapshot, &step),
-        |_| true,
+        || copy_in_snapshot(&publisher, plan, &snapshot, &step),
+        Option::is_none,
     );
-    if let Err(caught) = copied {
-        publisher.drop_slot(plan.slot);
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "could not copy the schema of subscription \"{}\": {}",
-                plan.subscription, caught.message
-            ),
-            format!(
-                "Replication slot \"{}\" was dropped again; nothing was created.",
-                plan.slot
-            )
-        );
-    }
+    let failure = match copied {
+        Ok(None) => return,
+        Ok(Some(code)) => {
+            publisher.drop_slot(plan.slot);
+            refuse_code(plan, &code);
+        }
+        Err(caught) => caught.message,
+    };
+    publisher.drop_slot(plan.slot);
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "could not copy the schema of subscription \"{}\": {failure}",
+            plan.subscription
+        ),
+        format!(
+            "Replication slot \"{}\" was dropped again; nothing was created.",
+            plan.slot
+        )
+    );
 }
 
-/// Steps 3 and 4: dump in the slot's snapshot, run the dump, set the sequences.
-fn copy_in_snapshot(publisher: &Publisher, conninfo: &str, snapshot: &str, step: &dyn Fn(&str)) {
+/// The copy made `code` (see [`apply_code::code_left_behind`]), which table sync and apply
+/// would run with the subscription owner's rights: the ERROR that says so.
+fn refuse_code(plan: &Plan<'_>, code: &str) -> ! {
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!(
+            "copy_schema: the publisher's schema attaches code of roles that are not superusers \
+             to tables, which would run as the owner of subscription \"{}\" whenever a row is \
+             copied or applied: {code}",
+            plan.subscription
+        ),
+        "ddl_sync",
+    )
+    .set_detail(format!(
+        "Rows are applied as the subscription owner on PostgreSQL 15 and with run_as_owner = \
+         true, so this would give those roles the owner's rights here. Replication slot \"{}\" \
+         was dropped again; nothing was created.",
+        plan.slot
+    ))
+    .set_hint(
+        "On PostgreSQL 16 and later, leave run_as_owner = false (rows are then applied as each \
+         table's owner). Otherwise review these objects and create them here yourself: \
+         copy_schema keeps the objects that are here already, identical.",
+    )
+    .report(PgLogLevel::ERROR);
+    unreachable!("an ERROR does not return")
+}
+
+/// Steps 3 and 4: dump in the slot's snapshot, run the dump, set the sequences. Returns the code
+/// the script attached that rows would run with the subscription owner's rights, if any (the
+/// caller then rolls the copy back).
+fn copy_in_snapshot(
+    publisher: &Publisher,
+    plan: &Plan<'_>,
+    snapshot: &str,
+    step: &dyn Fn(&str),
+) -> Option<String> {
     step("dumping the publisher's schema as of the slot's snapshot");
-    let published = dump(conninfo, Some(snapshot), "the publisher");
+    let published = dump(plan.conninfo, Some(snapshot), "the publisher");
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
     let script = missing_here(&published, step);
@@ -97,7 +145,16 @@ fn copy_in_snapshot(publisher: &Publisher, conninfo: &str, snapshot: &str, step:
         "creating the schema here ({} kB of SQL)",
         script.len().div_ceil(1024)
     ));
+    // SAFETY: assigns this subtransaction's xid (the script writes catalogs anyway), so that
+    // the catalog rows the script writes can be told from older ones.
+    let since = unsafe { pg_sys::GetCurrentTransactionId() };
     run_script(&script);
+    if plan.runs_as_owner {
+        step("checking the code the schema attaches to tables");
+        if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners) {
+            return Some(code);
+        }
+    }
     step(&format!(
         "setting {} sequences to the publisher's values",
         sequences.len()
@@ -105,6 +162,7 @@ fn copy_in_snapshot(publisher: &Publisher, conninfo: &str, snapshot: &str, step:
     for (schema, name, value) in &sequences {
         super::sequences::move_up(schema, name, *value);
     }
+    None
 }
 
 /// Step 1: the roles the publisher's objects need, missing here: one ERROR that names them.

@@ -47,6 +47,7 @@ use pgrx::spi::Spi;
 use pgrx::PgLogLevel;
 use publisher::{Publisher, PLUGIN};
 use std::cell::RefCell;
+use std::ffi::c_char;
 
 extern "C-unwind" {
     // catalog/pg_subscription.h; not in pgrx's bindings.
@@ -119,7 +120,9 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     if let Some(create) = request.create.as_mut() {
         if create.copy_schema {
             // SAFETY: as above.
-            unsafe { copy_schema_first(&request.subscription, create) };
+            unsafe {
+                copy_schema_first(&request.subscription, create, request.pstmt, call.query_string)
+            };
         }
     }
     if let Some(create) = request.create.as_ref() {
@@ -157,11 +160,18 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
 
 /// `copy_schema = true`: the publisher's schema here, and the slot made, before PostgreSQL
 /// creates the subscription (whose tables must exist by then); `finish` then checks the slot
-/// instead of making it.
+/// instead of making it. When PostgreSQL would refuse the statement itself, nothing is copied
+/// and PostgreSQL's ERROR is left to it.
 ///
 /// # Safety
-/// In the CREATE SUBSCRIPTION's transaction, before PostgreSQL runs it.
-unsafe fn copy_schema_first(subscription: &str, create: &mut options::Create) {
+/// In the CREATE SUBSCRIPTION's transaction, before PostgreSQL runs it; `pstmt` is the
+/// statement PostgreSQL will run and `query_string` its text.
+unsafe fn copy_schema_first(
+    subscription: &str,
+    create: &mut options::Create,
+    pstmt: *mut pg_sys::PlannedStmt,
+    query_string: *const c_char,
+) {
     // SAFETY: reads the current user's catalog row.
     if !unsafe { pg_sys::superuser() } {
         ereport!(
@@ -179,21 +189,58 @@ unsafe fn copy_schema_first(subscription: &str, create: &mut options::Create) {
             "The copy is taken in the snapshot of the slot the statement creates."
         );
     }
-    // PostgreSQL's own check, made before the copy so that the copy is not thrown away.
-    if config::subscription_exists(subscription) {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
-            format!("subscription \"{subscription}\" already exists")
-        );
+    // SAFETY: the caller's promise.
+    if !unsafe { postgres_accepts(pstmt, query_string) } {
+        return;
     }
-    copy_schema::copy(&copy_schema::Plan {
-        subscription,
-        conninfo: &create.conninfo,
-        slot: &create.slot_name,
-        failover: create.failover,
+    // Our own queries must not resolve names through the caller's path, which may name
+    // schemas that the copy (the publisher's roles) or this database's users can write to.
+    ddl_server::guc::with_search_path("pg_catalog", || {
+        copy_schema::copy(&copy_schema::Plan {
+            subscription,
+            conninfo: &create.conninfo,
+            slot: &create.slot_name,
+            failover: create.failover,
+            runs_as_owner: create.runs_as_owner,
+        })
     });
     create.create_slot = false;
+}
+
+/// Whether PostgreSQL's own checks of the CREATE SUBSCRIPTION `pstmt` pass (its options, the
+/// name, the connection string's syntax, the publications' list): the statement runs with
+/// `connect = false` in a subtransaction that is always rolled back. An ERROR of PostgreSQL's
+/// part after the copy would leave the copy's slot behind on the publisher, holding WAL; so
+/// when they fail, nothing is copied and PostgreSQL raises the same ERROR, as it raises it.
+///
+/// # Safety
+/// As [`copy_schema_first`].
+unsafe fn postgres_accepts(pstmt: *mut pg_sys::PlannedStmt, query_string: *const c_char) -> bool {
+    let settings = [("client_min_messages", "error"), ("log_min_messages", "error")];
+    let checked = ddl_server::guc::with_settings(&settings, || {
+        ddl_server::xact::in_subtransaction(
+            || {
+                // SAFETY: the caller's promise; the copy is a CREATE SUBSCRIPTION that
+                // PostgreSQL runs as a statement of a function would, sending nothing.
+                unsafe {
+                    let copy = options::unconnected_copy(pstmt);
+                    let mut qc = pg_sys::QueryCompletion::default();
+                    pg_sys::ProcessUtility(
+                        copy,
+                        query_string,
+                        false,
+                        pg_sys::ProcessUtilityContext::PROCESS_UTILITY_QUERY,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        pg_sys::CreateDestReceiver(pg_sys::CommandDest::DestNone),
+                        &mut qc,
+                    );
+                }
+            },
+            |_| false,
+        )
+    });
+    checked.is_ok()
 }
 
 /// Stores our options of a subscription statement once PostgreSQL ran it, or follows up
@@ -388,6 +435,11 @@ fn finish(request: &Request) {
             let publisher = connect(&catalog.conninfo, name);
             check_kinds(&publisher, request, &catalog.publications);
             let Some(slot) = &catalog.slot else { return };
+            if create.copy_schema && create.create_slot {
+                // copy_schema_first found that PostgreSQL refuses the statement, which it
+                // then ran all the same: make no subscription without its schema.
+                error!("ddl_sync: subscription \"{name}\" was not created: its schema was not copied");
+            }
             if create.create_slot {
                 // As PostgreSQL 15: two-phase from the start only when no table needs a sync;
                 // otherwise the apply worker enables it once every table is ready.

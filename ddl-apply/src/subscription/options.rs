@@ -24,6 +24,9 @@ pub(super) struct Create {
     pub slot_name: String,
     /// `failover = true` (17 and later).
     pub failover: bool,
+    /// Whether the subscription will apply rows as its owner (PostgreSQL 15, or `run_as_owner =
+    /// true`): the copied schema is then checked for code that would run with the owner's rights.
+    pub runs_as_owner: bool,
     /// The connection string and publications, for the strict check before PostgreSQL runs.
     pub conninfo: String,
     pub publications: Vec<String>,
@@ -78,7 +81,7 @@ unsafe fn options_of(
     }
 }
 
-use ddl_server::options::{bool_value, find, string_value};
+use ddl_server::options::{bool_value, find, remove, string_value};
 
 /// The boolean option `name` of `options`, if it is there.
 ///
@@ -228,6 +231,40 @@ pub(super) unsafe fn take(
     })
 }
 
+/// A copy of the CREATE SUBSCRIPTION `pstmt` (whose options are PostgreSQL's only, after
+/// [`take`]) that PostgreSQL can run without reaching the publisher, for its own checks of the
+/// statement: `connect = false`, and without the options it refuses beside that (`create_slot`,
+/// `copy_data`, `enabled`), each read first as PostgreSQL reads it.
+///
+/// # Safety
+/// `pstmt` is a CREATE SUBSCRIPTION's PlannedStmt; in a transaction (the copy is made in the
+/// current memory context).
+pub(super) unsafe fn unconnected_copy(
+    pstmt: *mut pg_sys::PlannedStmt,
+) -> *mut pg_sys::PlannedStmt {
+    // SAFETY: the caller's promise; copyObject copies the whole tree, which is then ours.
+    unsafe {
+        let copy = pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>();
+        let Some((options, _, true)) = options_of((*copy).utilityStmt) else {
+            error!("ddl_sync: not a CREATE SUBSCRIPTION");
+        };
+        for name in ["connect", "create_slot", "copy_data", "enabled"] {
+            // An invalid value, or a second one, is PostgreSQL's ERROR here as there.
+            if let Some(def) = find(*options, name) {
+                bool_value(def);
+            }
+            remove(options, name);
+        }
+        let off = pg_sys::makeDefElem(
+            pg_sys::pstrdup(c"connect".as_ptr()),
+            pg_sys::makeString(pg_sys::pstrdup(c"false".as_ptr())).cast(),
+            -1,
+        );
+        *options = pg_sys::lappend(*options, off.cast());
+        copy
+    }
+}
+
 /// Reads the options that decide about the slot, as PostgreSQL will, and when PostgreSQL would
 /// create the slot (with plugin pgoutput, the only one PostgreSQL 15 asks for), tells it not to:
 /// we create it with `ddl_pgoutput` after the subscription exists.
@@ -267,11 +304,12 @@ unsafe fn plan_create(
         }
     }
     // SAFETY: as above; the parser always sets `subname`, NUL-terminated.
-    let (two_phase, copy_data, failover, slot_name) = unsafe {
+    let (two_phase, copy_data, failover, run_as_owner, slot_name) = unsafe {
         (
             bool_option(*options, "two_phase").unwrap_or(false),
             bool_option(*options, "copy_data").unwrap_or(true),
             bool_option(*options, "failover").unwrap_or(false),
+            bool_option(*options, "run_as_owner"),
             find(*options, "slot_name")
                 .map(|def| string_value(def))
                 .unwrap_or_else(|| ddl_server::text::utf8_ptr((*stmt).subname)),
@@ -296,6 +334,7 @@ unsafe fn plan_create(
         copy_schema,
         slot_name,
         failover,
+        runs_as_owner: ddl_server::versions::new_subscription_runs_as_owner(run_as_owner),
         conninfo,
         publications,
     }
