@@ -377,11 +377,17 @@ fn code_of_a_role_that_is_not_a_superuser_never_runs_with_the_subscription_owner
     ] {
         assert!(said.contains(finding), "no {finding:?} in:\n{said}");
     }
-    assert!(!said.contains("audited_seen"), "a superuser's trigger passes: {said}");
+    assert!(
+        !said.contains("audited_seen"),
+        "a superuser's trigger passes: {said}"
+    );
     assert!(said.contains("was dropped again"), "{said}");
     assert_no_subscription_made(&refused, &publisher);
     assert_eq!(
-        query(&refused, "SELECT count(*) FROM pg_class WHERE relname = 'm'"),
+        query(
+            &refused,
+            "SELECT count(*) FROM pg_class WHERE relname = 'm'"
+        ),
         "0",
         "nothing of the copy is left"
     );
@@ -401,7 +407,10 @@ fn code_of_a_role_that_is_not_a_superuser_never_runs_with_the_subscription_owner
     assert!(ok, "{said}");
     wait_synchronised(&applied, "postgres");
     assert_eq!(
-        query(&applied, "SELECT string_agg(DISTINCT who_ran, ',') FROM public.m"),
+        query(
+            &applied,
+            "SELECT string_agg(DISTINCT who_ran, ',') FROM public.m"
+        ),
         "mallory",
         "table sync ran her trigger as mallory"
     );

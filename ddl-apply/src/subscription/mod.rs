@@ -121,7 +121,12 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
         if create.copy_schema {
             // SAFETY: as above.
             unsafe {
-                copy_schema_first(&request.subscription, create, request.pstmt, call.query_string)
+                copy_schema_first(
+                    &request.subscription,
+                    create,
+                    request.pstmt,
+                    call.query_string,
+                )
             };
         }
     }
@@ -216,7 +221,10 @@ unsafe fn copy_schema_first(
 /// # Safety
 /// As [`copy_schema_first`].
 unsafe fn postgres_accepts(pstmt: *mut pg_sys::PlannedStmt, query_string: *const c_char) -> bool {
-    let settings = [("client_min_messages", "error"), ("log_min_messages", "error")];
+    let settings = [
+        ("client_min_messages", "error"),
+        ("log_min_messages", "error"),
+    ];
     let checked = ddl_server::guc::with_settings(&settings, || {
         ddl_server::xact::in_subtransaction(
             || {
@@ -438,7 +446,9 @@ fn finish(request: &Request) {
             if create.copy_schema && create.create_slot {
                 // copy_schema_first found that PostgreSQL refuses the statement, which it
                 // then ran all the same: make no subscription without its schema.
-                error!("ddl_sync: subscription \"{name}\" was not created: its schema was not copied");
+                error!(
+                    "ddl_sync: subscription \"{name}\" was not created: its schema was not copied"
+                );
             }
             if create.create_slot {
                 // As PostgreSQL 15: two-phase from the start only when no table needs a sync;

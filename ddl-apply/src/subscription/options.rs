@@ -239,9 +239,7 @@ pub(super) unsafe fn take(
 /// # Safety
 /// `pstmt` is a CREATE SUBSCRIPTION's PlannedStmt; in a transaction (the copy is made in the
 /// current memory context).
-pub(super) unsafe fn unconnected_copy(
-    pstmt: *mut pg_sys::PlannedStmt,
-) -> *mut pg_sys::PlannedStmt {
+pub(super) unsafe fn unconnected_copy(pstmt: *mut pg_sys::PlannedStmt) -> *mut pg_sys::PlannedStmt {
     // SAFETY: the caller's promise; copyObject copies the whole tree, which is then ours.
     unsafe {
         let copy = pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>();
