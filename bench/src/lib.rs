@@ -1,4 +1,4 @@
-//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply>` (which
+//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy>` (which
 //! prepares the machine and runs this crate's `ddl-bench` binary in release mode with the same
 //! arguments): each command measures one thing and rewrites its own section of BENCHMARKS.md (the
 //! other sections are kept as they are).
@@ -12,9 +12,12 @@
 //! cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]
 //!                                         a migration's apply time on a subscriber, and the
 //!                                         lag of DML during a DDL burst
+//! cargo xtask bench copy [--runs N] [--tables N] [--megabytes N]
+//!                                         a consistent subscriber of an existing database:
+//!                                         copy_schema against pg_dump -s | psql
 //! ```
 //!
-//! `decode`, `capture` and `apply` measure the server libraries that xtask installed (release
+//! `decode`, `capture`, `apply` and `copy` measure the server libraries that xtask installed (release
 //! builds, checked once the clusters have started); `wire` times the parsers in this process,
 //! so it refuses to run from a debug build. The `wire-bench` binary is the parser comparison
 //! alone, for profiling by hand ([`wire::compare`]).
@@ -29,6 +32,7 @@
 
 mod apply;
 mod capture;
+mod copy;
 mod decode;
 mod events;
 mod migration;
@@ -44,7 +48,7 @@ use std::process::ExitCode;
 /// What a benchmark returns: a message for the user on failure.
 pub type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply> [options]";
+const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply|copy> [options]";
 
 /// Runs the benchmark that `args` name (`wire --runs 3`).
 pub fn run(args: &[&str]) -> Result {
@@ -53,6 +57,7 @@ pub fn run(args: &[&str]) -> Result {
         ["decode", rest @ ..] => decode::run(rest),
         ["capture", rest @ ..] => capture::run(rest),
         ["apply", rest @ ..] => apply::run(rest),
+        ["copy", rest @ ..] => copy::run(rest),
         _ => Err(USAGE.to_string()),
     }
 }

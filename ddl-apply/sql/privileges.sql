@@ -33,6 +33,10 @@ REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.failing_event_list() FROM PUBLIC;
 REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
+-- What copy_schema did is as public as pg_subscription's columns other than the connection
+-- string; its progress shows what pg_stat_activity shows the caller.
+REVOKE ALL ON TABLE ddl_sync.schema_copies FROM PUBLIC;
+GRANT SELECT ON TABLE ddl_sync.schema_copies, ddl_sync.schema_copy_progress TO PUBLIC;
 -- Moving sequences (it reads the subscription's connection string) is for superusers and
 -- whoever they grant it to.
 REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;

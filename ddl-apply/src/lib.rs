@@ -69,6 +69,11 @@ extension_sql_file!(
     ]
 );
 extension_sql_file!("../sql/peers.sql", name = "peers", requires = ["catalog"]);
+extension_sql_file!(
+    "../sql/copy_schema.sql",
+    name = "copy_schema",
+    requires = ["catalog", "capture"]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of

@@ -114,8 +114,18 @@ fn copy_schema_gives_an_empty_subscriber_the_schema_and_rows_with_ddl_meanwhile(
     );
     let creating = std::thread::scope(|scope| {
         let creating = scope.spawn(|| copy(&subscriber, &publisher));
-        // The slot waits for the open transaction before it has a snapshot.
-        std::thread::sleep(Duration::from_millis(500));
+        // The slot waits for the open transaction before it has a snapshot, and the copy's
+        // progress says so meanwhile.
+        ddl_e2e::wait_for("the copy's progress", TIMEOUT, || {
+            let progress = query(
+                &subscriber,
+                "SELECT subscription || ': ' || phase FROM ddl_sync.schema_copy_progress",
+            );
+            progress
+                .starts_with("sub: creating replication slot \"sub\"")
+                .then_some(())
+                .ok_or(progress)
+        });
         migration.run("COMMIT;");
         creating.join().expect("CREATE SUBSCRIPTION thread")
     });
@@ -143,6 +153,23 @@ fn copy_schema_gives_an_empty_subscriber_the_schema_and_rows_with_ddl_meanwhile(
 
     assert_same_schema(&publisher, &subscriber);
     assert_same_rows(&publisher, &subscriber);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT subscription, slot, start_lsn IS NOT NULL, finished_at > started_at,
+                    objects_made > 20, objects_kept, script_bytes > 1000, sequences
+               FROM ddl_sync.schema_copies"
+        ),
+        "sub|sub|t|t|t|0|t|4",
+        "the copy's statistics row"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM ddl_sync.schema_copy_progress"
+        ),
+        "0"
+    );
     assert_eq!(
         query(
             &subscriber,
@@ -197,6 +224,13 @@ fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
         "{said}"
     );
     assert!(said.contains("are here already, identical: kept"), "{said}");
+    let kept = query(&same, "SELECT objects_kept FROM ddl_sync.schema_copies");
+    assert!(
+        said.contains(&format!(
+            "copy_schema: {kept} of the publisher's objects are here already"
+        )),
+        "the statistics row counts what the NOTICE said ({kept}): {said}"
+    );
     wait_synchronised(&same, "postgres");
     wait_caught_up(&publisher, &same, "sub", TIMEOUT);
     assert_same_schema(&publisher, &same);

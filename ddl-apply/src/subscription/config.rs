@@ -264,6 +264,8 @@ fn forget_dropped_rows() {
         "DELETE FROM ddl_sync.subscription_ddl d
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = d.subid);
          DELETE FROM ddl_sync.subscription_counters c
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid);
+         DELETE FROM ddl_sync.schema_copies c
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid)",
     )
     .unwrap_or_else(|e| error!("ddl_sync: cannot clean ddl_sync.subscription_ddl: {e}"));

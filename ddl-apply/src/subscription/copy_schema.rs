@@ -33,6 +33,7 @@
 //! user, which pg_hba.conf must allow.
 
 use super::publisher::Publisher;
+use crate::privilege::AsCatalogOwner;
 use crate::replay::activity::Activity;
 use crate::replay::apply_code::{self, Author};
 use ddl_server::xact::in_subtransaction;
@@ -57,8 +58,22 @@ pub(super) struct Plan<'a> {
     pub runs_as_owner: bool,
 }
 
+/// What a copy did, for `ddl_sync.schema_copies` (which says when: from the start of the
+/// statement that made it).
+pub(super) struct Copied {
+    /// The LSN the slot starts at (its consistent point, as the publisher gave it).
+    pub start_lsn: String,
+    /// Objects (pg_dump's blocks) made here, and found here already, identical.
+    pub made: usize,
+    pub kept: usize,
+    /// The size of the script that ran here.
+    pub script_bytes: usize,
+    /// Sequences moved up to the publisher's values.
+    pub sequences: usize,
+}
+
 /// Copies the publisher's schema here and makes the slot the subscription starts from.
-pub(super) fn copy(plan: &Plan<'_>) {
+pub(super) fn copy(plan: &Plan<'_>) -> Copied {
     let progress = Activity::show("");
     let step = |what: &str| {
         notice!("copy_schema: {what}");
@@ -70,15 +85,22 @@ pub(super) fn copy(plan: &Plan<'_>) {
     let publisher = super::connect(plan.conninfo, plan.subscription);
     step("checking that the roles of the publisher's objects exist here");
     check_roles(&publisher);
-    let snapshot = publisher.create_slot_exporting_snapshot(plan.slot, plan.failover);
+    step(&format!(
+        "creating replication slot \"{}\" (it waits for the transactions running on the publisher)",
+        plan.slot
+    ));
+    let (snapshot, start_lsn) = publisher.create_slot_exporting_snapshot(plan.slot, plan.failover);
     notice!("created replication slot \"{}\" on publisher", plan.slot);
     let copied = in_subtransaction(
         || copy_in_snapshot(&publisher, plan, &snapshot, &step),
-        Option::is_none,
+        Result::is_ok,
     );
     let failure = match copied {
-        Ok(None) => return,
-        Ok(Some(code)) => {
+        Ok(Ok(mut copied)) => {
+            copied.start_lsn = start_lsn;
+            return copied;
+        }
+        Ok(Err(code)) => {
             publisher.drop_slot(plan.slot);
             refuse_code(plan, &code);
         }
@@ -97,6 +119,33 @@ pub(super) fn copy(plan: &Plan<'_>) {
             plan.slot
         )
     );
+}
+
+/// Writes the row of `ddl_sync.schema_copies` for subscription `subid`, now that PostgreSQL
+/// made it (in the same transaction).
+pub(super) fn record(subid: pg_sys::Oid, subscription: &str, slot: &str, copied: &Copied) {
+    let _owner = AsCatalogOwner::enter();
+    let lsn = (!copied.start_lsn.is_empty()).then_some(copied.start_lsn.as_str());
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    Spi::run_with_args(
+        "INSERT INTO ddl_sync.schema_copies (subid, subscription, slot, start_lsn, started_at,
+             finished_at, objects_made, objects_kept, script_bytes, sequences)
+         VALUES ($1, $2, $3, $4::pg_catalog.pg_lsn, pg_catalog.statement_timestamp(),
+                 pg_catalog.clock_timestamp(), $5, $6, $7, $8)",
+        &[
+            subid.into(),
+            subscription.into(),
+            slot.into(),
+            lsn.into(),
+            count(copied.made).into(),
+            count(copied.kept).into(),
+            i64::try_from(copied.script_bytes)
+                .unwrap_or(i64::MAX)
+                .into(),
+            count(copied.sequences).into(),
+        ],
+    )
+    .unwrap_or_else(|e| error!("ddl_sync: cannot record the schema copy: {e}"));
 }
 
 /// The copy made `code` (see [`apply_code::code_left_behind`]), which table sync and apply
@@ -127,42 +176,50 @@ fn refuse_code(plan: &Plan<'_>, code: &str) -> ! {
     unreachable!("an ERROR does not return")
 }
 
-/// Steps 3 and 4: dump in the slot's snapshot, run the dump, set the sequences. Returns the code
-/// the script attached that rows would run with the subscription owner's rights, if any (the
+/// Steps 3 and 4: dump in the slot's snapshot, run the dump, set the sequences. `Err`: the
+/// code the script attached that rows would run with the subscription owner's rights (the
 /// caller then rolls the copy back).
 fn copy_in_snapshot(
     publisher: &Publisher,
     plan: &Plan<'_>,
     snapshot: &str,
     step: &dyn Fn(&str),
-) -> Option<String> {
+) -> Result<Copied, String> {
     step("dumping the publisher's schema as of the slot's snapshot");
     let published = dump(plan.conninfo, Some(snapshot), "the publisher");
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
-    let script = missing_here(&published, step);
+    let missing = missing_here(&published, step);
     step(&format!(
-        "creating the schema here ({} kB of SQL)",
-        script.len().div_ceil(1024)
+        "creating the schema here ({} objects, {} kB of SQL)",
+        missing.made,
+        missing.script.len().div_ceil(1024)
     ));
     // SAFETY: assigns this subtransaction's xid (the script writes catalogs anyway), so that
     // the catalog rows the script writes can be told from older ones.
     let since = unsafe { pg_sys::GetCurrentTransactionId() };
-    run_script(&script);
+    run_script(&missing.script);
     if plan.runs_as_owner {
         step("checking the code the schema attaches to tables");
         if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners) {
-            return Some(code);
+            return Err(code);
         }
     }
     step(&format!(
         "setting {} sequences to the publisher's values",
         sequences.len()
     ));
-    for (schema, name, value) in &sequences {
-        super::sequences::move_up(schema, name, *value);
-    }
-    None
+    let moved = sequences
+        .iter()
+        .filter_map(|(schema, name, value)| super::sequences::move_up(schema, name, *value))
+        .count();
+    Ok(Copied {
+        start_lsn: String::new(),
+        made: missing.made,
+        kept: missing.kept,
+        script_bytes: missing.script.len(),
+        sequences: moved,
+    })
 }
 
 /// Step 1: the roles the publisher's objects need, missing here: one ERROR that names them.
@@ -263,22 +320,37 @@ fn dump(conninfo: &str, snapshot: Option<&str>, whose: &str) -> String {
     String::from_utf8(bytes).unwrap_or_else(|_| error!("pg_dump's output is not valid UTF-8"))
 }
 
+/// What of the publisher's dump runs here.
+struct Missing {
+    script: String,
+    /// Objects the script makes, and objects left out because they are here, identical.
+    made: usize,
+    kept: usize,
+}
+
 /// What of the publisher's `dump` to run here: all of it in a database without objects of its
 /// own; otherwise the objects this database lacks, after comparing with its own dump made by
 /// the same pg_dump. An object that is here identically (same text) is kept; one that is here
 /// differently is an ERROR that lists them all, before anything is changed.
-fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> String {
+fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> Missing {
     let published = Script::parse(dump_text);
     if !has_objects_of_its_own() {
-        return published.select(|_| true);
+        return Missing {
+            script: published.select(|_| true),
+            made: published.blocks.len(),
+            kept: 0,
+        };
     }
     step("comparing with the objects this database has already");
     let local = Script::parse(&dump(&own_conninfo(), None, "this database"));
     let here: HashMap<_, _> = local.blocks.iter().map(|b| (b.key(), b)).collect();
     let mut differing = Vec::new();
-    let mut kept = 0;
+    let (mut made, mut kept) = (0, 0);
     let script = published.select(|block| match here.get(&block.key()) {
-        None => true,
+        None => {
+            made += 1;
+            true
+        }
         Some(mine) if mine.text == block.text => {
             kept += 1;
             false
@@ -305,7 +377,7 @@ fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> String {
     if kept > 0 {
         notice!("copy_schema: {kept} of the publisher's objects are here already, identical: kept");
     }
-    script
+    Missing { script, made, kept }
 }
 
 /// Whether this database has objects that are not PostgreSQL's or ddl_sync's (a new

@@ -200,7 +200,7 @@ unsafe fn copy_schema_first(
     }
     // Our own queries must not resolve names through the caller's path, which may name
     // schemas that the copy (the publisher's roles) or this database's users can write to.
-    ddl_server::guc::with_search_path("pg_catalog", || {
+    let copied = ddl_server::guc::with_search_path("pg_catalog", || {
         copy_schema::copy(&copy_schema::Plan {
             subscription,
             conninfo: &create.conninfo,
@@ -209,6 +209,7 @@ unsafe fn copy_schema_first(
             runs_as_owner: create.runs_as_owner,
         })
     });
+    create.copied = Some(copied);
     create.create_slot = false;
 }
 
@@ -443,12 +444,13 @@ fn finish(request: &Request) {
             let publisher = connect(&catalog.conninfo, name);
             check_kinds(&publisher, request, &catalog.publications);
             let Some(slot) = &catalog.slot else { return };
-            if create.copy_schema && create.create_slot {
-                // copy_schema_first found that PostgreSQL refuses the statement, which it
-                // then ran all the same: make no subscription without its schema.
-                error!(
-                    "ddl_sync: subscription \"{name}\" was not created: its schema was not copied"
-                );
+            if create.copy_schema {
+                let Some(copied) = &create.copied else {
+                    // copy_schema_first found that PostgreSQL refuses the statement, which it
+                    // then ran all the same: make no subscription without its schema.
+                    error!("ddl_sync: subscription \"{name}\" was not created: its schema was not copied");
+                };
+                copy_schema::record(subid, name, slot, copied);
             }
             if create.create_slot {
                 // As PostgreSQL 15: two-phase from the start only when no table needs a sync;

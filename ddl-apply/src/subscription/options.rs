@@ -27,6 +27,8 @@ pub(super) struct Create {
     /// Whether the subscription will apply rows as its owner (PostgreSQL 15, or `run_as_owner =
     /// true`): the copied schema is then checked for code that would run with the owner's rights.
     pub runs_as_owner: bool,
+    /// What `copy_schema` did, once it did it (before PostgreSQL runs the statement).
+    pub copied: Option<super::copy_schema::Copied>,
     /// The connection string and publications, for the strict check before PostgreSQL runs.
     pub conninfo: String,
     pub publications: Vec<String>,
@@ -333,6 +335,7 @@ unsafe fn plan_create(
         slot_name,
         failover,
         runs_as_owner: ddl_server::versions::new_subscription_runs_as_owner(run_as_owner),
+        copied: None,
         conninfo,
         publications,
     }

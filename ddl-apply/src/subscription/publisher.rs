@@ -252,13 +252,22 @@ impl Publisher {
     }
 
     /// Creates slot `slot` as [`create_slot`](Self::create_slot) does, exporting the snapshot it
-    /// starts at; returns the snapshot's name, valid while this connection runs nothing else.
-    pub(super) fn create_slot_exporting_snapshot(&self, slot: &str, failover: bool) -> String {
+    /// starts at; returns the snapshot's name, valid while this connection runs nothing else,
+    /// and the LSN the slot starts at.
+    pub(super) fn create_slot_exporting_snapshot(
+        &self,
+        slot: &str,
+        failover: bool,
+    ) -> (String, String) {
         // slot_name, consistent_point, snapshot_name, output_plugin
-        let row = self.create_slot_row(slot, "export", false, failover);
-        row.into_iter().nth(2).flatten().unwrap_or_else(|| {
+        let mut row = self
+            .create_slot_row(slot, "export", false, failover)
+            .into_iter();
+        let lsn = row.nth(1).flatten().unwrap_or_default();
+        let snapshot = row.next().flatten().unwrap_or_else(|| {
             error!("the publisher exported no snapshot for replication slot \"{slot}\"")
-        })
+        });
+        (snapshot, lsn)
     }
 
     /// Drops slot `slot`, which this connection made; a failure is a WARNING (the slot is left

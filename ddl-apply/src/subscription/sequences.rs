@@ -43,13 +43,15 @@ fn sync_sequences(
     TableIterator::new(moved)
 }
 
-/// The publisher's sequences that have a value: schema, name, last value.
+/// The publisher's sequences that have a value: schema, name, last value (not ddl_sync's own,
+/// which are node-local).
 pub(super) fn publisher_values(publisher: &Publisher) -> Vec<(String, String, i64)> {
     publisher
         .rows(
             "SELECT schemaname::pg_catalog.text, sequencename::pg_catalog.text,
                     last_value::pg_catalog.text
-               FROM pg_catalog.pg_sequences WHERE last_value IS NOT NULL",
+               FROM pg_catalog.pg_sequences
+              WHERE last_value IS NOT NULL AND schemaname OPERATOR(pg_catalog.<>) 'ddl_sync'",
             3,
         )
         .unwrap_or_else(|e| error!("could not read the publisher's sequences: {e}"))
