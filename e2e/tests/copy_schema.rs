@@ -456,3 +456,105 @@ fn code_of_a_role_that_is_not_a_superuser_never_runs_with_the_subscription_owner
         "apply ran her trigger as mallory"
     );
 }
+
+/// `ALTER SUBSCRIPTION ... REFRESH PUBLICATION WITH (copy_schema = true)` (and `ADD
+/// PUBLICATION ... WITH (copy_schema = true)`): a table added to the publication that this
+/// database lacks is made, with the type, function and sequence it needs, then its rows come;
+/// a table that no publication holds is not made.
+#[test]
+fn refresh_with_copy_schema_makes_the_tables_the_publications_gained() {
+    let publisher = ddl_publisher("copy-refresh-pub");
+    query(
+        &publisher,
+        "CREATE TABLE a (id int PRIMARY KEY);
+         INSERT INTO a VALUES (1);
+         CREATE TYPE mood AS ENUM ('ok', 'great');
+         CREATE SEQUENCE codes;
+         CREATE FUNCTION next_code() RETURNS text LANGUAGE sql AS $$ SELECT 'c' || nextval('codes') $$;
+         CREATE TABLE b (id int PRIMARY KEY, m mood NOT NULL DEFAULT 'ok', code text DEFAULT next_code());
+         CREATE INDEX b_m ON b (m);
+         COMMENT ON TABLE b IS 'added later';
+         INSERT INTO b (id) SELECT generate_series(1, 50);
+         CREATE TABLE c (id int PRIMARY KEY);
+         INSERT INTO c VALUES (7);
+         CREATE TABLE unpublished (id int);
+         CREATE PUBLICATION p FOR TABLE a WITH (ddl = 'all');
+         CREATE PUBLICATION p2 FOR TABLE c;",
+    );
+    let subscriber = ddl_subscriber("copy-refresh-sub", &["ddl_sync"]);
+    query(&subscriber, "CREATE TABLE a (id int PRIMARY KEY)");
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
+    assert!(ok, "{said}");
+    wait_synchronised(&subscriber, "postgres");
+
+    query(&publisher, "ALTER PUBLICATION p ADD TABLE b");
+    let (ok, said) = psql_verbose(
+        &subscriber,
+        "postgres",
+        "ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);",
+    );
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("copy_schema: 1 tables of the publications are missing here"),
+        "{said}"
+    );
+    wait_synchronised(&subscriber, "postgres");
+    let b =
+        "SELECT count(*) || ' ' || min(code) || ' ' || string_agg(DISTINCT m::text, ',') FROM b";
+    assert_eq!(query(&subscriber, b), query(&publisher, b));
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT obj_description('b'::regclass) || ' ' || (SELECT count(*) FROM pg_indexes WHERE indexname = 'b_m')
+                    || ' ' || (SELECT last_value FROM codes)"
+        ),
+        "added later 1 50",
+        "the table's comment and index, and the sequence at the publisher's value"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_class WHERE relname IN ('c', 'unpublished')"
+        ),
+        "0",
+        "tables no publication of the subscription holds are not made"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT command || ' ' || (slot IS NULL) || ' ' || (objects_made > 3) FROM ddl_sync.schema_copies"
+        ),
+        "REFRESH PUBLICATION true true"
+    );
+    // Nothing missing: nothing made.
+    let (ok, said) = psql_verbose(
+        &subscriber,
+        "postgres",
+        "ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);",
+    );
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("every table of the publications is here already"),
+        "{said}"
+    );
+
+    // ADD PUBLICATION refreshes, and copies what the added one holds.
+    let (ok, said) = psql_verbose(
+        &subscriber,
+        "postgres",
+        "ALTER SUBSCRIPTION sub ADD PUBLICATION p2 WITH (copy_schema = true);",
+    );
+    assert!(ok, "{said}");
+    wait_synchronised(&subscriber, "postgres");
+    assert_eq!(query(&subscriber, "SELECT id FROM c"), "7");
+    // DDL and rows go on.
+    query(
+        &publisher,
+        "ALTER TABLE b ADD COLUMN note text; INSERT INTO b (id, note) VALUES (51, 'after')",
+    );
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(&subscriber, "SELECT note FROM b WHERE id = 51"),
+        "after"
+    );
+}

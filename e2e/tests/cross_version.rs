@@ -166,3 +166,88 @@ fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
         "one:after"
     );
 }
+
+/// The upgrade path in one statement: a newer server subscribes to an older one with
+/// `copy_schema = true` and gets its schema, rows and later DDL. The reverse is refused before
+/// anything is made: the older server's pg_dump cannot dump a newer one.
+#[test]
+fn copy_schema_copies_an_older_publisher_and_refuses_a_newer_one() {
+    let Some(peer) = peer_bindir() else {
+        println!("cross_version: no DDL_PG_CONFIG_PEER, so no second PostgreSQL to replicate with");
+        return;
+    };
+    let this = cluster("xv-copy-this", None, &["ddl_pgoutput", "ddl_sync"]);
+    let other = cluster("xv-copy-peer", Some(&peer), &["ddl_pgoutput", "ddl_sync"]);
+    let (old, new) = if major(&this) < major(&other) {
+        (&this, &other)
+    } else {
+        (&other, &this)
+    };
+    let schema = "CREATE TYPE mood AS ENUM ('ok', 'great');
+         CREATE TABLE t (id int PRIMARY KEY, name text, m mood DEFAULT 'ok');
+         CREATE INDEX t_name ON t (name);
+         INSERT INTO t SELECT g, 'n' || g FROM generate_series(1, 100) g;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');";
+    for pg in [old, new] {
+        query(pg, schema);
+    }
+    let copy = |subscriber: &Cluster, publisher: &Cluster, name: &str| {
+        query(subscriber, &format!("CREATE DATABASE {name}"));
+        subscriber
+            .psql(name, "CREATE EXTENSION ddl_sync")
+            .expect("extension");
+        psql_verbose(
+            subscriber,
+            name,
+            &format!(
+                "CREATE SUBSCRIPTION {name} CONNECTION '{}' PUBLICATION p
+                     WITH (ddl = 'all', copy_schema = true);",
+                publisher.connstr("postgres")
+            ),
+        )
+    };
+
+    let (ok, said) = copy(new, old, "up");
+    assert!(ok, "{said}");
+    wait_synchronised(new, "up");
+    query(
+        old,
+        "ALTER TABLE t ADD COLUMN note text; INSERT INTO t (id, note) VALUES (101, 'after')",
+    );
+    wait_caught_up(old, new, "up", TIMEOUT);
+    let rows = "SELECT count(*) || ' ' || string_agg(DISTINCT m::text, ',') || ' '
+                       || (SELECT note FROM t WHERE id = 101) FROM t";
+    assert_eq!(new.psql("up", rows).expect("rows"), "101 ok after");
+    assert_eq!(
+        new.psql(
+            "up",
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 't_name'"
+        )
+        .expect("index"),
+        "CREATE INDEX t_name ON public.t USING btree (name)"
+    );
+
+    let (ok, said) = copy(old, new, "down");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains(&format!(
+            "copy_schema: the publisher runs PostgreSQL {}, newer than this server's {}",
+            major(new),
+            major(old)
+        )),
+        "{said}"
+    );
+    assert_eq!(
+        query(
+            new,
+            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'down'"
+        ),
+        "0",
+        "no slot was made"
+    );
+    assert_eq!(
+        old.psql("down", "SELECT count(*) FROM pg_class WHERE relname = 't'")
+            .expect("catalog"),
+        "0"
+    );
+}

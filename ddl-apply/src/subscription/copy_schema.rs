@@ -14,8 +14,8 @@
 //!    ... (SNAPSHOT 'export')`), which stays valid while the replication connection is idle;
 //! 3. the dump: this server's `pg_dump --schema-only --snapshot=...` of the publisher's database
 //!    (without publications, subscriptions and the `ddl_sync` schema, which is node-local), in
-//!    this database's encoding. `pg_dump` refuses
-//!    a server newer than itself, so the subscriber must not be older than the publisher;
+//!    this database's encoding. `pg_dump` refuses a server newer than itself, so a publisher of
+//!    a newer major version than this server is an ERROR before step 1;
 //! 4. the script runs here through SPI, its settings undone afterwards; where rows will be
 //!    applied as the subscription owner (PostgreSQL 15, or `run_as_owner = true`), code that
 //!    the copy attached to tables and that would run with the owner's rights (triggers and
@@ -37,7 +37,7 @@ use crate::privilege::AsCatalogOwner;
 use crate::replay::activity::Activity;
 use crate::replay::apply_code::{self, Author};
 use ddl_server::xact::in_subtransaction;
-use pg_dump_script::Script;
+use pg_dump_script::{Block, Script};
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
@@ -72,17 +72,37 @@ pub(super) struct Copied {
     pub sequences: usize,
 }
 
+/// The progress of a copy: each step a NOTICE and this backend's `pg_stat_activity.query`
+/// (which `ddl_sync.schema_copy_progress` reads) while it runs.
+pub(super) struct Steps {
+    activity: Activity,
+    /// `CREATE SUBSCRIPTION name`, `ALTER SUBSCRIPTION name`.
+    statement: String,
+}
+
+impl Steps {
+    pub(super) fn new(statement: String) -> Steps {
+        Steps {
+            activity: Activity::show(""),
+            statement,
+        }
+    }
+
+    pub(super) fn step(&self, what: &str) {
+        notice!("copy_schema: {what}");
+        self.activity.set(&format!(
+            "/* ddl_sync: {} ... (copy_schema = true): {what} */",
+            self.statement
+        ));
+    }
+}
+
 /// Copies the publisher's schema here and makes the slot the subscription starts from.
 pub(super) fn copy(plan: &Plan<'_>) -> Copied {
-    let progress = Activity::show("");
-    let step = |what: &str| {
-        notice!("copy_schema: {what}");
-        progress.set(&format!(
-            "/* ddl_sync: CREATE SUBSCRIPTION {} ... (copy_schema = true): {what} */",
-            plan.subscription
-        ));
-    };
+    let steps = Steps::new(format!("CREATE SUBSCRIPTION {}", plan.subscription));
+    let step = |what: &str| steps.step(what);
     let publisher = super::connect(plan.conninfo, plan.subscription);
+    check_version(&publisher);
     step("checking that the roles of the publisher's objects exist here");
     check_roles(&publisher);
     step(&format!(
@@ -102,7 +122,7 @@ pub(super) fn copy(plan: &Plan<'_>) -> Copied {
         }
         Ok(Err(code)) => {
             publisher.drop_slot(plan.slot);
-            refuse_code(plan, &code);
+            refuse_code(plan.subscription, Some(plan.slot), &code);
         }
         Err(caught) => caught.message,
     };
@@ -121,20 +141,28 @@ pub(super) fn copy(plan: &Plan<'_>) -> Copied {
     );
 }
 
-/// Writes the row of `ddl_sync.schema_copies` for subscription `subid`, now that PostgreSQL
-/// made it (in the same transaction).
-pub(super) fn record(subid: pg_sys::Oid, subscription: &str, slot: &str, copied: &Copied) {
+/// Writes the row of `ddl_sync.schema_copies` for a copy that `command` (`CREATE SUBSCRIPTION`,
+/// `REFRESH PUBLICATION`, ...) made for subscription `subid` (which exists by now), in the
+/// statement's transaction; `slot` is the slot the copy made, if it made one.
+pub(super) fn record(
+    subid: pg_sys::Oid,
+    subscription: &str,
+    command: &str,
+    slot: Option<&str>,
+    copied: &Copied,
+) {
     let _owner = AsCatalogOwner::enter();
     let lsn = (!copied.start_lsn.is_empty()).then_some(copied.start_lsn.as_str());
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     Spi::run_with_args(
-        "INSERT INTO ddl_sync.schema_copies (subid, subscription, slot, start_lsn, started_at,
-             finished_at, objects_made, objects_kept, script_bytes, sequences)
-         VALUES ($1, $2, $3, $4::pg_catalog.pg_lsn, pg_catalog.statement_timestamp(),
-                 pg_catalog.clock_timestamp(), $5, $6, $7, $8)",
+        "INSERT INTO ddl_sync.schema_copies (subid, subscription, command, slot, start_lsn,
+             started_at, finished_at, objects_made, objects_kept, script_bytes, sequences)
+         VALUES ($1, $2, $3, $4, $5::pg_catalog.pg_lsn, pg_catalog.statement_timestamp(),
+                 pg_catalog.clock_timestamp(), $6, $7, $8, $9)",
         &[
             subid.into(),
             subscription.into(),
+            command.into(),
             slot.into(),
             lsn.into(),
             count(copied.made).into(),
@@ -149,23 +177,27 @@ pub(super) fn record(subid: pg_sys::Oid, subscription: &str, slot: &str, copied:
 }
 
 /// The copy made `code` (see [`apply_code::code_left_behind`]), which table sync and apply
-/// would run with the subscription owner's rights: the ERROR that says so.
-fn refuse_code(plan: &Plan<'_>, code: &str) -> ! {
+/// would run with the subscription owner's rights: the ERROR that says so (`slot`: the one the
+/// copy made, and dropped again).
+pub(super) fn refuse_code(subscription: &str, slot: Option<&str>, code: &str) -> ! {
+    let undone = match slot {
+        Some(slot) => {
+            format!("Replication slot \"{slot}\" was dropped again; nothing was created.")
+        }
+        None => "Nothing was created.".to_string(),
+    };
     ErrorReport::new(
         PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
         format!(
             "copy_schema: the publisher's schema attaches code of roles that are not superusers \
-             to tables, which would run as the owner of subscription \"{}\" whenever a row is \
+             to tables, which would run as the owner of subscription \"{subscription}\" whenever a row is \
              copied or applied: {code}",
-            plan.subscription
         ),
         "ddl_sync",
     )
     .set_detail(format!(
         "Rows are applied as the subscription owner on PostgreSQL 15 and with run_as_owner = \
-         true, so this would give those roles the owner's rights here. Replication slot \"{}\" \
-         was dropped again; nothing was created.",
-        plan.slot
+         true, so this would give those roles the owner's rights here. {undone}"
     ))
     .set_hint(
         "On PostgreSQL 16 and later, leave run_as_owner = false (rows are then applied as each \
@@ -186,33 +218,17 @@ fn copy_in_snapshot(
     step: &dyn Fn(&str),
 ) -> Result<Copied, String> {
     step("dumping the publisher's schema as of the slot's snapshot");
-    let published = dump(plan.conninfo, Some(snapshot), "the publisher");
+    let published = dump(
+        plan.conninfo,
+        &[format!("--snapshot={snapshot}")],
+        "the publisher",
+    );
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
-    let missing = missing_here(&published, step);
-    step(&format!(
-        "creating the schema here ({} objects, {} kB of SQL)",
-        missing.made,
-        missing.script.len().div_ceil(1024)
-    ));
-    // SAFETY: assigns this subtransaction's xid (the script writes catalogs anyway), so that
-    // the catalog rows the script writes can be told from older ones.
-    let since = unsafe { pg_sys::GetCurrentTransactionId() };
-    run_script(&missing.script);
-    if plan.runs_as_owner {
-        step("checking the code the schema attaches to tables");
-        if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners) {
-            return Err(code);
-        }
-    }
-    step(&format!(
-        "setting {} sequences to the publisher's values",
-        sequences.len()
-    ));
-    let moved = sequences
-        .iter()
-        .filter_map(|(schema, name, value)| super::sequences::move_up(schema, name, *value))
-        .count();
+    let published = Script::parse(&published);
+    let local = has_objects_of_its_own().then(|| local_dump(step));
+    let missing = missing_here(&published, local.as_ref(), |_| Take::Strict);
+    let moved = make(&missing, plan.runs_as_owner, &sequences, step)?;
     Ok(Copied {
         start_lsn: String::new(),
         made: missing.made,
@@ -222,8 +238,71 @@ fn copy_in_snapshot(
     })
 }
 
+/// Runs `missing`'s script here; where rows are applied as the subscription owner
+/// (`runs_as_owner`), `Err` with the code it attached that would run with the owner's rights
+/// (the caller undoes the script). Then moves `sequences` (schema, name, the publisher's
+/// value) up to the publisher's values; how many it moved.
+pub(super) fn make(
+    missing: &Missing,
+    runs_as_owner: bool,
+    sequences: &[(String, String, i64)],
+    step: &dyn Fn(&str),
+) -> Result<usize, String> {
+    step(&format!(
+        "creating the schema here ({} objects, {} kB of SQL)",
+        missing.made,
+        missing.script.len().div_ceil(1024)
+    ));
+    // SAFETY: assigns this (sub)transaction's xid (the script writes catalogs anyway), so that
+    // the catalog rows the script writes can be told from older ones.
+    let since = unsafe { pg_sys::GetCurrentTransactionId() };
+    run_script(&missing.script);
+    if runs_as_owner {
+        step("checking the code the schema attaches to tables");
+        if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners) {
+            return Err(code);
+        }
+    }
+    step(&format!(
+        "setting {} sequences to the publisher's values",
+        sequences.len()
+    ));
+    Ok(sequences
+        .iter()
+        .filter_map(|(schema, name, value)| super::sequences::move_up(schema, name, *value))
+        .count())
+}
+
+/// pg_dump dumps servers of its own major version and older ones only: a newer publisher is an
+/// ERROR before anything is made.
+pub(super) fn check_version(publisher: &Publisher) {
+    let theirs: Option<u32> = publisher
+        .rows("SELECT pg_catalog.current_setting('server_version_num')", 1)
+        .ok()
+        .and_then(|rows| rows.into_iter().next()?.into_iter().next()??.parse().ok());
+    let ours = pg_sys::PG_VERSION_NUM;
+    let Some(theirs) = theirs.filter(|theirs| theirs / 10000 > ours / 10000) else {
+        return;
+    };
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+        format!(
+            "copy_schema: the publisher runs PostgreSQL {}, newer than this server's {}",
+            theirs / 10000,
+            ours / 10000
+        ),
+        "ddl_sync",
+    )
+    .set_detail("The copy runs this server's pg_dump, which dumps servers of its own major version or older ones only. Nothing was changed.")
+    .set_hint(format!(
+        "Subscribe from a server of PostgreSQL {} or later, or create the schema here by hand and subscribe without copy_schema.",
+        theirs / 10000
+    ))
+    .report(PgLogLevel::ERROR);
+}
+
 /// Step 1: the roles the publisher's objects need, missing here: one ERROR that names them.
-fn check_roles(publisher: &Publisher) {
+pub(super) fn check_roles(publisher: &Publisher) {
     // pg_shdepend records every owner, grantee and policy role of the database's objects,
     // except the bootstrap superuser, whose objects pg_dump still assigns by name.
     let needed = publisher
@@ -280,8 +359,8 @@ fn check_roles(publisher: &Publisher) {
 }
 
 /// This server's `pg_dump --schema-only` of the database `conninfo` names (`whose`, for
-/// messages), in `snapshot` when given, as SQL in this database's encoding.
-fn dump(conninfo: &str, snapshot: Option<&str>, whose: &str) -> String {
+/// messages), with `args` (`--snapshot=...`, `--table=...`), as SQL in this database's encoding.
+pub(super) fn dump(conninfo: &str, args: &[String], whose: &str) -> String {
     let file = TempFile::new("dump.sql");
     let errors = TempFile::new("dump.err");
     let (conninfo, password) = split_password(conninfo);
@@ -296,7 +375,7 @@ fn dump(conninfo: &str, snapshot: Option<&str>, whose: &str) -> String {
             // the node's own configuration and apply log, never the publisher's.
             "--exclude-schema=ddl_sync",
         ])
-        .args(snapshot.map(|s| format!("--snapshot={s}")))
+        .args(args)
         .arg(format!("--encoding={}", database_encoding()))
         .arg(format!("--file={}", file.0.display()))
         .arg(format!("--dbname={conninfo}"))
@@ -320,44 +399,68 @@ fn dump(conninfo: &str, snapshot: Option<&str>, whose: &str) -> String {
     String::from_utf8(bytes).unwrap_or_else(|_| error!("pg_dump's output is not valid UTF-8"))
 }
 
-/// What of the publisher's dump runs here.
-struct Missing {
-    script: String,
-    /// Objects the script makes, and objects left out because they are here, identical.
-    made: usize,
-    kept: usize,
+/// How an object (a block) of the publisher's dump is taken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Take {
+    No,
+    /// Made when it is missing here, kept when it is here with the same text; here with
+    /// another text, it is one of the ERROR's list.
+    Strict,
+    /// Made when it is missing here, left as it is when it is here already.
+    WhenMissing,
 }
 
-/// What of the publisher's `dump` to run here: all of it in a database without objects of its
-/// own; otherwise the objects this database lacks, after comparing with its own dump made by
-/// the same pg_dump. An object that is here identically (same text) is kept; one that is here
-/// differently is an ERROR that lists them all, before anything is changed.
-fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> Missing {
-    let published = Script::parse(dump_text);
-    if !has_objects_of_its_own() {
-        return Missing {
-            script: published.select(|_| true),
-            made: published.blocks.len(),
-            kept: 0,
-        };
-    }
-    step("comparing with the objects this database has already");
-    let local = Script::parse(&dump(&own_conninfo(), None, "this database"));
-    let here: HashMap<_, _> = local.blocks.iter().map(|b| (b.key(), b)).collect();
+/// What of the publisher's dump runs here.
+pub(super) struct Missing {
+    pub script: String,
+    /// Objects the script makes, and objects left out because they are here, identical.
+    pub made: usize,
+    pub kept: usize,
+    /// The sequences the script makes: schema, name.
+    pub sequences: Vec<(String, String)>,
+}
+
+/// What of the publisher's `published` dump to run here: the blocks `take` wants that this
+/// database lacks, after comparing with `local`, its own dump made by the same pg_dump (`None`
+/// for a database without objects of its own: nothing to compare). A block that is here with
+/// the same text is kept; one that is here with another, when `take` says `Strict`, is an ERROR
+/// that lists them all, before anything is changed.
+pub(super) fn missing_here(
+    published: &Script,
+    local: Option<&Script>,
+    take: impl Fn(&Block) -> Take,
+) -> Missing {
+    let here: HashMap<_, _> = local
+        .iter()
+        .flat_map(|l| l.blocks.iter())
+        .map(|b| (b.key(), b))
+        .collect();
     let mut differing = Vec::new();
+    let mut sequences = Vec::new();
     let (mut made, mut kept) = (0, 0);
-    let script = published.select(|block| match here.get(&block.key()) {
-        None => {
-            made += 1;
-            true
+    let script = published.select(|block| {
+        let how = take(block);
+        if how == Take::No {
+            return false;
         }
-        Some(mine) if mine.text == block.text => {
-            kept += 1;
-            false
-        }
-        Some(_) => {
-            differing.push(block.describe());
-            false
+        match here.get(&block.key()) {
+            None => {
+                made += 1;
+                if block.kind == "SEQUENCE" {
+                    sequences.push((block.schema.clone().unwrap_or_default(), block.name.clone()));
+                }
+                true
+            }
+            Some(mine) if mine.text == block.text => {
+                kept += 1;
+                false
+            }
+            Some(_) => {
+                if how == Take::Strict {
+                    differing.push(block.describe());
+                }
+                false
+            }
         }
     });
     if !differing.is_empty() {
@@ -377,7 +480,18 @@ fn missing_here(dump_text: &str, step: &dyn Fn(&str)) -> Missing {
     if kept > 0 {
         notice!("copy_schema: {kept} of the publisher's objects are here already, identical: kept");
     }
-    Missing { script, made, kept }
+    Missing {
+        script,
+        made,
+        kept,
+        sequences,
+    }
+}
+
+/// This database's own dump, for [`missing_here`].
+pub(super) fn local_dump(step: &dyn Fn(&str)) -> Script {
+    step("comparing with the objects this database has already");
+    Script::parse(&dump(&own_conninfo(), &[], "this database"))
 }
 
 /// Whether this database has objects that are not PostgreSQL's or ddl_sync's (a new

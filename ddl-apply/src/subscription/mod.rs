@@ -26,6 +26,7 @@
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
 pub(crate) mod config;
+mod copy_refresh;
 mod copy_schema;
 mod guard;
 mod options;
@@ -92,6 +93,12 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     // SAFETY: the caller's promise: the hook's own UtilityCall, on its stack for this call.
     let call = unsafe { &mut *call };
     // SAFETY: `pstmt` and its flag are those ProcessUtility was given.
+    if let Some(refresh) = unsafe { copy_refresh::take(call.pstmt, call.read_only_tree) } {
+        copy_refresh::copy(&refresh);
+        call.pstmt = refresh.pstmt;
+        call.read_only_tree = false;
+    }
+    // SAFETY: as above.
     let request = unsafe { options::take(call.pstmt, call.read_only_tree) };
     let Some(mut request) = request else {
         // SAFETY: as above; a utility PlannedStmt's `utilityStmt` is the statement about to
@@ -450,7 +457,7 @@ fn finish(request: &Request) {
                     // then ran all the same: make no subscription without its schema.
                     error!("ddl_sync: subscription \"{name}\" was not created: its schema was not copied");
                 };
-                copy_schema::record(subid, name, slot, copied);
+                copy_schema::record(subid, name, "CREATE SUBSCRIPTION", Some(slot), copied);
             }
             if create.create_slot {
                 // As PostgreSQL 15: two-phase from the start only when no table needs a sync;
