@@ -33,6 +33,9 @@ REVOKE ALL ON FUNCTION ddl_sync.subscription_errors() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.failing_event_list() FROM PUBLIC;
 REVOKE ALL ON TABLE ddl_sync.failing_events FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.resolve_event(text, text, text, text) FROM PUBLIC;
+-- ddl_sync.refresh_event_triggers() keeps PostgreSQL's default EXECUTE for PUBLIC: it only sets
+-- the extension's event triggers to what its own tables say (the capture calls it as the
+-- user whose DROP removed the last DDL publication).
 -- What copy_schema did is as public as pg_subscription's columns other than the connection
 -- string; its progress shows what pg_stat_activity shows the caller.
 REVOKE ALL ON TABLE ddl_sync.schema_copies FROM PUBLIC;

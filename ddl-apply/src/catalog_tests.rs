@@ -324,28 +324,51 @@ pub(crate) mod tests {
         .expect("refused");
     }
 
-    #[pg_test]
-    fn the_event_triggers_belong_to_the_extension_and_fire_always() {
-        let triggers = rows(
+    /// Each of the extension's event triggers, its event, state and function, and the extension
+    /// it belongs to.
+    fn event_triggers() -> Vec<Vec<Option<String>>> {
+        rows(
             "SELECT e.evtevent::text, e.evtenabled::text, e.evtfoid::regprocedure::text,
                     (SELECT x.extname::text FROM pg_depend d JOIN pg_extension x ON x.oid = d.refobjid
                      WHERE d.classid = 'pg_event_trigger'::regclass AND d.objid = e.oid
                        AND d.deptype = 'e')
              FROM pg_event_trigger e WHERE e.evtname LIKE 'ddl\\_sync\\_%' ORDER BY e.evtname",
-        );
-        let row = |event: &str, function: &str| {
-            [event, "A", function, "ddl_sync"]
+        )
+    }
+
+    #[pg_test]
+    fn the_event_triggers_belong_to_the_extension_and_fire_only_where_needed() {
+        let row = |event: &str, state: &str, function: &str| {
+            [event, state, function, "ddl_sync"]
                 .map(|s| Some(s.to_owned()))
                 .to_vec()
         };
-        assert_eq!(
-            triggers,
+        let states = |capture: &str, peers: &str| {
             vec![
-                row("ddl_command_end", "ddl_sync.capture_ddl_command_end()"),
-                row("sql_drop", "ddl_sync.capture_sql_drop()"),
-                row("ddl_command_end", "ddl_sync.register_peer_tables()"),
+                row(
+                    "ddl_command_end",
+                    capture,
+                    "ddl_sync.capture_ddl_command_end()",
+                ),
+                row("sql_drop", capture, "ddl_sync.capture_sql_drop()"),
+                row("ddl_command_end", peers, "ddl_sync.register_peer_tables()"),
             ]
-        );
+        };
+        // No publication with DDL, no subscription: nothing fires.
+        assert_eq!(event_triggers(), states("D", "D"));
+        // A publication with DDL: the capture fires, always (apply workers run in replica mode).
+        Spi::run(
+            "CREATE PUBLICATION ddl_sync_t_et;
+             SELECT ddl_sync.set_publication_ddl('ddl_sync_t_et', 'table')",
+        )
+        .expect("publication");
+        assert_eq!(event_triggers(), states("A", "D"));
+        // A subscription with DDL (a row of its configuration stands for it here).
+        Spi::run("INSERT INTO ddl_sync.subscription_ddl (subid, ddl) VALUES (1, 1)")
+            .expect("subscription row");
+        assert_eq!(event_triggers(), states("A", "A"));
+        Spi::run("DELETE FROM ddl_sync.subscription_ddl WHERE subid = 1").expect("deleted");
+        assert_eq!(event_triggers(), states("A", "D"));
     }
 
     #[pg_test]

@@ -70,6 +70,11 @@ extension_sql_file!(
 );
 extension_sql_file!("../sql/peers.sql", name = "peers", requires = ["catalog"]);
 extension_sql_file!(
+    "../sql/event_triggers.sql",
+    name = "event_triggers",
+    requires = ["catalog", "capture", "apply", "adapters", "peers"]
+);
+extension_sql_file!(
     "../sql/copy_schema.sql",
     name = "copy_schema",
     requires = ["catalog", "capture"]

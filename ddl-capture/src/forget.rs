@@ -12,6 +12,25 @@ use crate::catalog;
 use crate::rules::{self, PublicationRules, Row};
 use crate::statement::Dropped;
 use pgrx::pg_sys;
+use pgrx::spi::Spi;
+use std::cell::Cell;
+
+thread_local! {
+    /// Rows were deleted (as catalog rows, which fire no trigger) since the innermost
+    /// statement began: the event triggers' states are refreshed once it ends.
+    static DELETED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// After a statement (from the hook, outside any event trigger): when it made the capture
+/// delete rows, the extension's event triggers follow what is left (`ddl_sync
+/// .refresh_event_triggers()`, sql/event_triggers.sql): the last DDL publication dropped
+/// disables them. Never inside the `sql_drop` trigger, which would disable itself mid-command.
+pub fn refresh_event_triggers() {
+    if DELETED.replace(false) {
+        Spi::run("SELECT ddl_sync.refresh_event_triggers()")
+            .unwrap_or_else(|e| pgrx::error!("ddl_sync: cannot refresh the event triggers: {e}"));
+    }
+}
 
 /// Whether `ddl_sync.adapter` has rows that a drop could be about (those of
 /// `publication_sync` the caller has read already).
@@ -45,6 +64,7 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
                 }
             })
         };
+        DELETED.set(true);
     }
     let functions: Vec<u32> = dropped
         .iter()
@@ -67,6 +87,7 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
                 };
                 if v.iter().any(uses) {
                     pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+                    DELETED.set(true);
                 }
             },
         )

@@ -5,7 +5,7 @@
 //! reaches the client exactly as PostgreSQL raised it, position and CONTEXT included.
 
 use crate::statement::{self, Statement};
-use crate::{early, plugin_allowed, publication, volatile};
+use crate::{early, forget, plugin_allowed, publication, volatile};
 use ddl_server::utility::{Before, UtilityCall};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -99,6 +99,7 @@ unsafe extern "C-unwind" fn after(depth: usize) {
     };
     // SAFETY: in the hook after the statement, inside its transaction.
     unsafe { volatile::run_refills(std::mem::take(&mut s.refills)) };
+    forget::refresh_event_triggers();
     match s.request.take() {
         Some(request) => publication::store(&request),
         // SAFETY: the tree that ran, PostgreSQL's or our copy: both outlive the hook's call.

@@ -711,3 +711,56 @@ fn the_pure_crates_log_through_the_server_log_at_its_levels() {
         "{debug}"
     );
 }
+
+/// The extension's event triggers fire only while a publication takes DDL: PostgreSQL collects
+/// no command for a database that replicates none. The first DDL publication enables them for
+/// the statements after it, in its own transaction too; dropping the last disables them.
+#[test]
+fn the_capture_fires_only_while_a_publication_takes_ddl() {
+    let pg = ddl_publisher("capture-follows");
+    let states = || {
+        pg.psql(
+            "postgres",
+            "SELECT string_agg(evtname || ' ' || evtenabled::text, ', ' ORDER BY evtname)
+               FROM pg_event_trigger WHERE evtname LIKE 'ddl\\_sync\\_%'",
+        )
+        .expect("event triggers")
+    };
+    let off = "ddl_sync_capture_ddl_command_end D, ddl_sync_capture_sql_drop D, \
+               ddl_sync_register_peer_tables D";
+    let on = "ddl_sync_capture_ddl_command_end A, ddl_sync_capture_sql_drop A, \
+              ddl_sync_register_peer_tables D";
+    assert_eq!(states(), off, "no publication takes DDL");
+    pg.psql(
+        "postgres",
+        "CREATE TABLE t (id int PRIMARY KEY);
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');
+         BEGIN;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all');
+         ALTER TABLE t ADD COLUMN note text;
+         COMMIT;",
+    )
+    .expect("publication");
+    assert_eq!(states(), on);
+    assert_eq!(
+        summary(&events(&pg, "s", "p")),
+        vec![(
+            "ALTER TABLE",
+            "public.t",
+            "ALTER TABLE t ADD COLUMN note text"
+        )],
+        "the statement after the publication, in its transaction, is captured"
+    );
+    pg.psql("postgres", "DROP PUBLICATION p").expect("drop");
+    assert_eq!(states(), off, "the last DDL publication dropped");
+    pg.psql(
+        "postgres",
+        "CREATE PUBLICATION q FOR ALL TABLES; CREATE PUBLICATION r FOR ALL TABLES WITH (ddl = 'table');",
+    )
+    .expect("publications");
+    assert_eq!(
+        states(),
+        on,
+        "a publication without DDL changes nothing, one with DDL does"
+    );
+}
