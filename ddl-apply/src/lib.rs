@@ -25,6 +25,7 @@
 
 use pgrx::prelude::*;
 
+mod event_triggers;
 pub mod kinds;
 mod local_change;
 mod privilege;
@@ -72,7 +73,14 @@ extension_sql_file!("../sql/peers.sql", name = "peers", requires = ["catalog"]);
 extension_sql_file!(
     "../sql/event_triggers.sql",
     name = "event_triggers",
-    requires = ["catalog", "capture", "apply", "adapters", "peers"]
+    requires = [
+        "catalog",
+        "capture",
+        "apply",
+        "adapters",
+        "peers",
+        event_triggers::refresh_event_triggers
+    ]
 );
 extension_sql_file!(
     "../sql/copy_schema.sql",

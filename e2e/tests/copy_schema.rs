@@ -487,13 +487,14 @@ fn refresh_with_copy_schema_makes_the_tables_the_publications_gained() {
     assert!(ok, "{said}");
     wait_synchronised(&subscriber, "postgres");
 
+    // Runs an ALTER SUBSCRIPTION that must succeed; what it said.
+    let alter = |sql: &str| {
+        let (ok, said) = psql_verbose(&subscriber, "postgres", sql);
+        assert!(ok, "{said}");
+        said
+    };
     query(&publisher, "ALTER PUBLICATION p ADD TABLE b");
-    let (ok, said) = psql_verbose(
-        &subscriber,
-        "postgres",
-        "ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);",
-    );
-    assert!(ok, "{said}");
+    let said = alter("ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);");
     assert!(
         said.contains("copy_schema: 1 tables of the publications are missing here"),
         "{said}"
@@ -527,24 +528,14 @@ fn refresh_with_copy_schema_makes_the_tables_the_publications_gained() {
         "REFRESH PUBLICATION true true"
     );
     // Nothing missing: nothing made.
-    let (ok, said) = psql_verbose(
-        &subscriber,
-        "postgres",
-        "ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);",
-    );
-    assert!(ok, "{said}");
+    let said = alter("ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);");
     assert!(
         said.contains("every table of the publications is here already"),
         "{said}"
     );
 
     // ADD PUBLICATION refreshes, and copies what the added one holds.
-    let (ok, said) = psql_verbose(
-        &subscriber,
-        "postgres",
-        "ALTER SUBSCRIPTION sub ADD PUBLICATION p2 WITH (copy_schema = true);",
-    );
-    assert!(ok, "{said}");
+    alter("ALTER SUBSCRIPTION sub ADD PUBLICATION p2 WITH (copy_schema = true);");
     wait_synchronised(&subscriber, "postgres");
     assert_eq!(query(&subscriber, "SELECT id FROM c"), "7");
     // DDL and rows go on.

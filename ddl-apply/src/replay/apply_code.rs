@@ -30,9 +30,12 @@ use pgrx::spi::Spi;
 /// Whether this apply worker's subscription applies rows as the subscription owner (always on
 /// 15; with `run_as_owner = true` on 16+). Yes when that cannot be read: the check is then kept.
 pub fn rows_applied_as_subscription_owner() -> bool {
-    let Some(subid) = applying_subscription() else {
-        return true;
-    };
+    applying_subscription().is_none_or(subscription_runs_as_owner)
+}
+
+/// Whether subscription `subid` applies rows as its owner (always on 15; with `run_as_owner =
+/// true` on 16+). Yes when that cannot be read.
+pub fn subscription_runs_as_owner(subid: pg_sys::Oid) -> bool {
     Spi::get_one_with_args::<bool>(
         &format!(
             "SELECT {} FROM pg_catalog.pg_subscription s WHERE s.oid OPERATOR(pg_catalog.=) $1",

@@ -211,7 +211,7 @@ fn copy_missing_tables(
         .into_iter()
         .filter(|(schema, name, _)| made_sequences.contains(&(schema.clone(), name.clone())))
         .collect();
-    let runs_as_owner = runs_as_owner(subid);
+    let runs_as_owner = crate::replay::apply_code::subscription_runs_as_owner(subid);
     let moved = copy_schema::make(&made, runs_as_owner, &sequences, &step)
         .unwrap_or_else(|code| copy_schema::refuse_code(name, None, &code));
     Some(Copied {
@@ -268,20 +268,6 @@ fn exists_here(schema: &str, table: &str) -> bool {
     .ok()
     .flatten()
     .unwrap_or(false)
-}
-
-/// Whether subscription `subid` applies rows as its owner (see `apply_code`).
-fn runs_as_owner(subid: pg_sys::Oid) -> bool {
-    Spi::get_one_with_args::<bool>(
-        &format!(
-            "SELECT {} FROM pg_catalog.pg_subscription s WHERE s.oid OPERATOR(pg_catalog.=) $1",
-            ddl_server::versions::SUBSCRIPTION_RUNS_AS_OWNER_SQL
-        ),
-        &[subid.into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(true)
 }
 
 /// pg_dump's entry types that belong to a relation: made only with one of the missing tables.
