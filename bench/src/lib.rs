@@ -1,4 +1,4 @@
-//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy>` (which
+//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy|instructions>` (which
 //! prepares the machine and runs this crate's `ddl-bench` binary in release mode with the same
 //! arguments): each command measures one thing and rewrites its own section of BENCHMARKS.md (the
 //! other sections are kept as they are).
@@ -15,9 +15,12 @@
 //! cargo xtask bench copy [--runs N] [--tables N] [--megabytes N]
 //!                                         a consistent subscriber of an existing database:
 //!                                         copy_schema against pg_dump -s | psql
+//! cargo xtask bench instructions [--runs N] [--scripts K]
+//!                                         the capture's cost per DDL statement in CPU
+//!                                         instructions (callgrind)
 //! ```
 //!
-//! `decode`, `capture`, `apply` and `copy` measure the server libraries that xtask installed (release
+//! `decode`, `capture`, `apply`, `copy` and `instructions` measure the server libraries that xtask installed (release
 //! builds, checked once the clusters have started); `wire` times the parsers in this process,
 //! so it refuses to run from a debug build. The `wire-bench` binary is the parser comparison
 //! alone, for profiling by hand ([`wire::compare`]).
@@ -35,6 +38,7 @@ mod capture;
 mod copy;
 mod decode;
 mod events;
+mod instructions;
 mod migration;
 mod procfs;
 pub mod wire;
@@ -48,7 +52,8 @@ use std::process::ExitCode;
 /// What a benchmark returns: a message for the user on failure.
 pub type Result<T = ()> = std::result::Result<T, String>;
 
-const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply|copy> [options]";
+const USAGE: &str =
+    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions> [options]";
 
 /// Runs the benchmark that `args` name (`wire --runs 3`).
 pub fn run(args: &[&str]) -> Result {
@@ -58,6 +63,7 @@ pub fn run(args: &[&str]) -> Result {
         ["capture", rest @ ..] => capture::run(rest),
         ["apply", rest @ ..] => apply::run(rest),
         ["copy", rest @ ..] => copy::run(rest),
+        ["instructions", rest @ ..] => instructions::run(rest),
         _ => Err(USAGE.to_string()),
     }
 }

@@ -290,11 +290,20 @@ impl Cluster {
     /// Starts the server (`pg_ctl start -w`) on the same port as before. On failure the error
     /// carries the tail of the server log.
     pub fn start(&mut self) -> Result<(), Error> {
+        self.start_as(None)
+    }
+
+    /// [`start`](Cluster::start), with `postgres` run instead of the bindir's (`pg_ctl -p`): a
+    /// wrapper that runs the server under a tool (valgrind, perf) and execs the real one.
+    pub fn start_as(&mut self, postgres: Option<&Path>) -> Result<(), Error> {
         let mut cmd = os::server_command(&self.bin("pg_ctl"), self.base.path());
         cmd.args(["start", "-w", "-t", PG_CTL_WAIT_SECS, "-D"])
             .arg(&self.data)
             .arg("-l")
             .arg(&self.log);
+        if let Some(postgres) = postgres {
+            cmd.arg("-p").arg(postgres);
+        }
         // Only this attempt's part of the log goes into an error.
         let log_start = std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0);
         let out = os::output(&mut cmd)?;

@@ -1,21 +1,24 @@
-//! `cargo xtask bench <wire|decode|capture|apply|copy> [options]`: the benchmarks are the `bench/`
+//! `cargo xtask bench <wire|decode|capture|apply|copy|instructions> [options]`: the benchmarks are the `bench/`
 //! crate (ddl-bench, see its README); this only prepares the machine and runs its `ddl-bench`
 //! binary in release mode with the same arguments, from the workspace root.
 //!
 //! `wire` needs PostgreSQL when it captures a stream ([`setup::ensure`]); `decode`, `capture`,
-//! `apply` and `copy` measure the release builds of the server libraries, which are installed first
+//! `apply`, `copy` and `instructions` measure the release builds of the server libraries, which are installed first
 //! ([`install`], which also makes sure PostgreSQL is there).
 
 use crate::cmd::Cmd;
 use crate::install::{install, Profile};
 use crate::{project_root, setup, Result};
 
-const USAGE: &str = "usage: cargo xtask bench <wire|decode|capture|apply|copy> [options]";
+const USAGE: &str =
+    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions> [options]";
 
 pub fn run(args: &[&str]) -> Result {
     match args.first() {
         Some(&"wire") => setup::ensure()?,
-        Some(&("decode" | "capture" | "apply" | "copy")) => install(Profile::Release)?,
+        Some(&("decode" | "capture" | "apply" | "copy" | "instructions")) => {
+            install(Profile::Release)?
+        }
         _ => return Err(USAGE.to_string()),
     }
     // `--release` is what makes the figures of `wire` mean anything.

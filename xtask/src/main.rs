@@ -42,7 +42,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask [--pg 15|18] <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy>|reliability [--trials N] [--seed S]|regress [--groups N]>";
+    "usage: cargo xtask [--pg 15|18] <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy|instructions>|reliability [--trials N] [--seed S]|regress [--groups N]>";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

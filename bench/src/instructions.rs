@@ -1,0 +1,373 @@
+//! `cargo xtask bench instructions`: what the capture costs a DDL statement in CPU
+//! instructions, counted by valgrind's callgrind in the backend that runs it, into the
+//! `## Instructions` section of BENCHMARKS.md.
+//!
+//! Why instructions: on this 2-CPU virtual machine the DDL latency of one configuration drifts
+//! by tens of percent from run to run (the file system and the catalogs change as tables come
+//! and go), so a latency ratio cannot tell 5% from noise, and the machine exposes no hardware
+//! counters. Callgrind counts every instruction a process executes: the same work gives the
+//! same count to a few hundredths of a percent, so two runs of a configuration agree and the
+//! ratios are exact. What it does not see: time spent waiting (I/O, locks) and how fast each
+//! instruction is; the `capture` benchmark's latencies are the other half of the picture.
+//!
+//! Per configuration, a throwaway cluster (`fsync = off`, autovacuum off) is set up, stopped,
+//! and started again under `valgrind --tool=callgrind --trace-children=yes`. Two sessions run
+//! the `capture` benchmark's script (CREATE TABLE, ALTER TABLE ADD COLUMN, DROP TABLE, each its
+//! own transaction) K and 2K times after the same warm-up; each backend writes its own count
+//! when it exits, and (count(2K) - count(K)) / K is the cost of one script run, without the
+//! session's start and end. The capture's profile comes from the longer session: the inclusive
+//! count of the functions that make up its cost, per statement.
+//!
+//! ```text
+//! cargo xtask bench instructions [--runs N] [--scripts K]
+//! ```
+
+use crate::{
+    check_release_installed, median, options, reproduce, section_heading, write_section, Machine,
+    Result,
+};
+use ddl_testkit::{Cluster, ClusterBuilder, Cmd};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: cargo xtask bench instructions [--runs N] [--scripts K]";
+
+/// Target from the issue, for the capture against the plain server.
+const CAPTURE_TARGET: f64 = 1.10;
+/// Target from the issue, for a database with the extension and no DDL publication.
+const NO_PUBLICATION_TARGET: f64 = 1.03;
+const STATEMENTS_PER_SCRIPT: u32 = 3;
+
+/// One configuration: its name, the libraries preloaded, the SQL that sets it up.
+struct Config {
+    name: &'static str,
+    preload: &'static [&'static str],
+    setup: &'static str,
+}
+
+const CONFIGS: [Config; 4] = [
+    Config {
+        name: "plain",
+        preload: &[],
+        setup: "",
+    },
+    Config {
+        name: "hook only",
+        preload: &["ddl_pgoutput"],
+        setup: "",
+    },
+    Config {
+        name: "extension, no DDL publication",
+        preload: &["ddl_pgoutput"],
+        setup: "CREATE EXTENSION ddl_sync;",
+    },
+    Config {
+        name: "capture",
+        preload: &["ddl_pgoutput"],
+        setup: "CREATE EXTENSION ddl_sync;
+                CREATE PUBLICATION bench FOR ALL TABLES WITH (ddl = 'all');",
+    },
+];
+
+/// The functions whose inclusive counts explain the capture's cost: (symbol as callgrind
+/// names it, what it is).
+const PROFILE: [(&str, &str); 12] = [
+    (
+        "EventTriggerDDLCommandEnd",
+        "PostgreSQL fires ddl_command_end",
+    ),
+    (
+        "ddl_sync_capture_ddl_command_end",
+        "the capture's ddl_command_end trigger",
+    ),
+    (
+        "pg_event_trigger_ddl_commands",
+        "PostgreSQL's command list, as rows",
+    ),
+    (
+        "ddl_capture::collection::for_each_row",
+        "reading those rows",
+    ),
+    (
+        "ddl_capture::rules::PublicationRules::read",
+        "the publications' rules",
+    ),
+    (
+        "ddl_capture::trigger::Session::current",
+        "the session's role and settings",
+    ),
+    (
+        "ddl_capture::trigger::capture_target",
+        "one record: classify, build, send",
+    ),
+    (
+        "ddl_capture::shape::definition",
+        "the table's shape for the record",
+    ),
+    (
+        "ddl_capture::seal::seal",
+        "the record's authentication (HMAC-SHA-256)",
+    ),
+    ("LogLogicalMessage", "the WAL message"),
+    ("EventTriggerSQLDrop", "PostgreSQL fires sql_drop"),
+    (
+        "ddl_sync_capture_sql_drop",
+        "the capture's sql_drop trigger",
+    ),
+];
+
+pub fn run(args: &[&str]) -> Result {
+    let (mut runs, mut scripts) = (2, 100);
+    options(
+        args,
+        USAGE,
+        &mut [("--runs", &mut runs), ("--scripts", &mut scripts)],
+        &mut [],
+    )?;
+    Cmd::new("valgrind")
+        .args(["--version"])
+        .read()
+        .map_err(|e| format!("valgrind is needed (apt-get install valgrind): {e}"))?;
+    let mut counts: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
+    let mut profile = Vec::new();
+    let mut server = String::new();
+    for run in 1..=runs {
+        for (i, config) in CONFIGS.iter().enumerate() {
+            let measured = measure(config, scripts)?;
+            println!(
+                "bench: instructions run {run}: {} {:.0} per script run",
+                config.name, measured.per_script
+            );
+            counts[i].push(measured.per_script);
+            server = measured.server;
+            if config.name == "capture" && profile.is_empty() {
+                profile = measured.profile;
+            }
+        }
+    }
+    let heading = section_heading("Instructions", &server);
+    let text = section(
+        &Machine::describe(),
+        &server,
+        runs,
+        scripts,
+        &counts,
+        &profile,
+    );
+    write_section(&heading, &text)?;
+    println!("{text}");
+    Ok(())
+}
+
+/// What one configuration measured.
+struct Measured {
+    /// Instructions per script run.
+    per_script: f64,
+    /// `version()`.
+    server: String,
+    /// Inclusive instructions per statement of each [`PROFILE`] function that ran.
+    profile: Vec<(&'static str, &'static str, f64)>,
+}
+
+fn measure(config: &Config, scripts: u32) -> Result<Measured> {
+    let mut builder = ClusterBuilder::new();
+    builder
+        .name(&format!(
+            "bench-instr-{}",
+            config.name.replace([' ', ','], "-")
+        ))
+        .conf("autovacuum", "off")
+        .shared_preload_libraries(config.preload);
+    let mut pg = builder.build().map_err(|e| e.to_string())?;
+    let server = sql(&pg, "SELECT version()")?;
+    if !config.preload.is_empty() {
+        check_release_installed(&pg)?;
+    }
+    if !config.setup.is_empty() {
+        sql(&pg, config.setup)?;
+    }
+    pg.stop(ddl_testkit::StopMode::Fast)
+        .map_err(|e| e.to_string())?;
+    let out = pg.base_dir().join("callgrind");
+    let wrapper = wrapper(&pg, &out)?;
+    pg.start_as(Some(&wrapper)).map_err(|e| e.to_string())?;
+    let short = session(&pg, &out, scripts, "k")?;
+    let long = session(&pg, &out, 2 * scripts, "l")?;
+    let profile = profile(&long.1, 2 * scripts * STATEMENTS_PER_SCRIPT)?;
+    drop(pg);
+    Ok(Measured {
+        per_script: (long.0 - short.0) / f64::from(scripts),
+        server,
+        profile,
+    })
+}
+
+/// A script that runs the bindir's `postgres` under callgrind, one output file per process in
+/// `out` (made here, the server's to write).
+fn wrapper(pg: &Cluster, out: &Path) -> Result<PathBuf> {
+    let postgres = pg.bin("postgres");
+    let path = pg.base_dir().join("postgres-under-callgrind");
+    let script = format!(
+        "#!/bin/sh\nexec valgrind --tool=callgrind --trace-children=yes --callgrind-out-file={}/cg.%p {} \"$@\"\n",
+        out.display(),
+        postgres.display()
+    );
+    let write = |p: &Path, text: &str| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(p)?;
+        f.write_all(text.as_bytes())
+    };
+    write(&path, &script).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    // The server runs as the cluster's owner: the script is executable by all, the output
+    // directory writable by all (both inside the cluster's own temporary directory).
+    Cmd::new("chmod")
+        .args(["755", &path.display().to_string()])
+        .run()?;
+    Cmd::new("chmod")
+        .args(["777", &out.display().to_string()])
+        .run()?;
+    Ok(path)
+}
+
+/// One session that runs the script `runs` times after a warm-up; the instruction count of
+/// its backend, and the file callgrind wrote it to.
+fn session(pg: &Cluster, out: &Path, runs: u32, tag: &str) -> Result<(f64, PathBuf)> {
+    let mut text = String::from(
+        "SELECT pg_backend_pid();\nCREATE TABLE warm (id int); ALTER TABLE warm ADD COLUMN v int; DROP TABLE warm;\n",
+    );
+    for i in 0..runs {
+        text.push_str(&format!(
+            "CREATE TABLE bench_{tag}_{i} (id bigint, v integer);\n\
+             ALTER TABLE bench_{tag}_{i} ADD COLUMN note integer;\n\
+             DROP TABLE bench_{tag}_{i};\n"
+        ));
+    }
+    let pid = sql(pg, &text)?;
+    let file = out.join(format!("cg.{}", pid.trim()));
+    // The backend writes its counts as it exits, just after psql has gone.
+    let start = Instant::now();
+    loop {
+        let written = std::fs::read_to_string(&file).unwrap_or_default();
+        if let Some(total) = written
+            .lines()
+            .find_map(|l| l.strip_prefix("totals:"))
+            .and_then(|t| t.trim().parse::<f64>().ok())
+        {
+            return Ok((total, file));
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            return Err(format!("no callgrind totals in {}", file.display()));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The inclusive count of each [`PROFILE`] function in callgrind's `file`, per statement.
+fn profile(file: &Path, statements: u32) -> Result<Vec<(&'static str, &'static str, f64)>> {
+    let annotated = Cmd::new("callgrind_annotate")
+        .args([
+            "--inclusive=yes",
+            "--threshold=100",
+            &file.display().to_string(),
+        ])
+        .read()?;
+    let mut found = Vec::new();
+    for (symbol, what) in PROFILE {
+        let count = annotated
+            .lines()
+            .filter(|l| l.contains(&format!(":{symbol} ")) || l.contains(&format!(":{symbol}::")))
+            .filter_map(|l| {
+                l.split_whitespace()
+                    .next()
+                    .and_then(|n| n.replace(',', "").parse::<f64>().ok())
+            })
+            .fold(0.0, f64::max);
+        if count > 0.0 {
+            found.push((symbol, what, count / f64::from(statements)));
+        }
+    }
+    Ok(found)
+}
+
+fn sql(pg: &Cluster, sql: &str) -> Result<String> {
+    pg.psql("postgres", sql).map_err(|e| e.to_string())
+}
+
+/// The `## Instructions` section.
+fn section(
+    machine: &Machine,
+    server: &str,
+    runs: u32,
+    scripts: u32,
+    counts: &[Vec<f64>],
+    profile: &[(&str, &str, f64)],
+) -> String {
+    let heading = section_heading("Instructions", server);
+    let command = reproduce("instructions", server);
+    let plain = median(&counts[0]);
+    let mut rows = String::new();
+    let mut ratios = Vec::new();
+    for (config, counts) in CONFIGS.iter().zip(counts) {
+        let m = median(counts);
+        let min = counts.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = counts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let ratio = m / plain;
+        ratios.push(ratio);
+        rows.push_str(&format!(
+            "| {} | {:.0} | {:.0} | {:.3}% | {:.4} |\n",
+            config.name,
+            m,
+            m / f64::from(STATEMENTS_PER_SCRIPT),
+            100.0 * (max - min) / m,
+            ratio
+        ));
+    }
+    let mut profile_rows = String::new();
+    for (symbol, what, per_statement) in profile {
+        profile_rows.push_str(&format!("| `{symbol}` | {what} | {per_statement:.0} |\n"));
+    }
+    let verdict = |ratio: f64, target: f64| {
+        if ratio <= target {
+            "met"
+        } else {
+            "NOT met"
+        }
+    };
+    format!(
+        "{heading}\n\n\
+         Reproduce with `{command}` (options: `--runs N`, `--scripts K`). It needs valgrind; \
+         it installs release builds, and per configuration starts a throwaway cluster under \
+         callgrind, and rewrites this section.\n\n\
+         - Date: {date}\n\
+         - Machine: {machine_line} (instruction counts do not depend on it, or on its load)\n\
+         - Server: {server}\n\
+         - Method: in one backend, the `capture` benchmark's script (CREATE TABLE, ALTER TABLE \
+           ADD COLUMN, DROP TABLE, three transactions) run K = {scripts} and 2K times after the \
+           same warm-up; (instructions(2K) - instructions(K)) / K is one script run, without the \
+           session's start and end. {runs} runs per configuration; spread is (max - min) / \
+           median. Configurations as in \"Capture\" (`fsync = off`, autovacuum off): `plain`, \
+           `hook only` (`ddl_pgoutput` preloaded), `extension, no DDL publication` (and \
+           `CREATE EXTENSION ddl_sync`), `capture` (and a publication `FOR ALL TABLES WITH (ddl \
+           = 'all')`).\n\n\
+         | configuration | instructions per script run | per statement | spread | / plain |\n\
+         |---|---:|---:|---:|---:|\n\
+         {rows}\n\
+         - Capture / plain: **{capture:.3}** (target <= {CAPTURE_TARGET}: {capture_verdict}).\n\
+         - Extension, no DDL publication / plain: **{none:.3}** (target <= \
+           {NO_PUBLICATION_TARGET}: {none_verdict}).\n\
+         - Hook only / plain: {hook:.3}.\n\n\
+         Where the capture's instructions go (inclusive counts per DDL statement in the longer \
+         `capture` session; nested rows are part of the rows above them):\n\n\
+         | function | what | instructions per statement |\n\
+         |---|---|---:|\n\
+         {profile_rows}",
+        date = machine.date,
+        machine_line = machine.line(),
+        capture = ratios[3],
+        capture_verdict = verdict(ratios[3], CAPTURE_TARGET),
+        none = ratios[2],
+        none_verdict = verdict(ratios[2], NO_PUBLICATION_TARGET),
+        hook = ratios[1],
+    )
+}
