@@ -3,8 +3,9 @@
 //! binary in release mode with the same arguments, from the workspace root.
 //!
 //! `wire` needs PostgreSQL when it captures a stream ([`setup::ensure`]); `decode`, `capture`,
-//! `apply`, `copy` and `instructions` measure the release builds of the server libraries, which are installed first
-//! ([`install`], which also makes sure PostgreSQL is there).
+//! `apply`, `copy` and `instructions` measure the release builds of the server libraries, which
+//! are installed first ([`install`], which also makes sure PostgreSQL is there); `instructions`
+//! also needs valgrind, installed when missing.
 
 use crate::cmd::Cmd;
 use crate::install::{install, Profile};
@@ -16,7 +17,9 @@ const USAGE: &str =
 pub fn run(args: &[&str]) -> Result {
     match args.first() {
         Some(&"wire") => setup::ensure()?,
-        Some(&("decode" | "capture" | "apply" | "copy" | "instructions")) => {
+        Some(&("decode" | "capture" | "apply" | "copy")) => install(Profile::Release)?,
+        Some(&"instructions") => {
+            setup::ensure_packages(&["valgrind"])?;
             install(Profile::Release)?
         }
         _ => return Err(USAGE.to_string()),

@@ -217,6 +217,21 @@ fn apt_packages() -> Result {
     apt_install(&wanted)
 }
 
+/// Installs the Debian packages `pkgs` that are missing (for a chore that needs a tool the
+/// test setup does not, such as valgrind for `bench instructions`).
+pub fn ensure_packages(pkgs: &[&str]) -> Result {
+    let wanted: Vec<String> = pkgs
+        .iter()
+        .filter(|pkg| installed_version(pkg).is_none())
+        .map(|pkg| pkg.to_string())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    apt_update(&mut false)?;
+    apt_install(&wanted)
+}
+
 fn apt_update(done: &mut bool) -> Result {
     if !*done {
         as_root(["apt-get", "update", "-q"])?;
