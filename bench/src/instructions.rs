@@ -195,6 +195,10 @@ fn measure(config: &Config, scripts: u32) -> Result<Measured> {
     let short = session(&pg, &out, scripts, "k")?;
     let long = session(&pg, &out, 2 * scripts, "l")?;
     let profile = profile(&long.1, 2 * scripts * STATEMENTS_PER_SCRIPT)?;
+    // A fast stop waits for every process, each writing its counts as it exits, so that none
+    // writes into the cluster's directory while it is removed.
+    pg.stop(ddl_testkit::StopMode::Fast)
+        .map_err(|e| e.to_string())?;
     drop(pg);
     Ok(Measured {
         per_script: (long.0 - short.0) / f64::from(scripts),
