@@ -23,8 +23,8 @@
 //! ```
 
 use crate::{
-    check_release_installed, median, options, reproduce, section_heading, write_section, Machine,
-    Result,
+    check_release_installed, median, options, reproduce, section_heading, spread, verdict,
+    write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder, Cmd};
 use std::io::Write;
@@ -314,8 +314,6 @@ fn section(
     let mut ratios = Vec::new();
     for (config, counts) in CONFIGS.iter().zip(counts) {
         let m = median(counts);
-        let min = counts.iter().copied().fold(f64::INFINITY, f64::min);
-        let max = counts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let ratio = m / plain;
         ratios.push(ratio);
         rows.push_str(&format!(
@@ -323,7 +321,7 @@ fn section(
             config.name,
             m,
             m / f64::from(STATEMENTS_PER_SCRIPT),
-            100.0 * (max - min) / m,
+            spread(counts),
             ratio
         ));
     }
@@ -331,13 +329,6 @@ fn section(
     for (symbol, what, per_statement) in profile {
         profile_rows.push_str(&format!("| `{symbol}` | {what} | {per_statement:.0} |\n"));
     }
-    let verdict = |ratio: f64, target: f64| {
-        if ratio <= target {
-            "met"
-        } else {
-            "NOT met"
-        }
-    };
     format!(
         "{heading}\n\n\
          Reproduce with `{command}` (options: `--runs N`, `--scripts K`). It needs valgrind; \
@@ -372,9 +363,9 @@ fn section(
         date = machine.date,
         machine_line = machine.line(),
         capture = ratios[3],
-        capture_verdict = verdict(ratios[3], CAPTURE_TARGET),
+        capture_verdict = verdict(ratios[3] <= CAPTURE_TARGET),
         none = ratios[2],
-        none_verdict = verdict(ratios[2], NO_PUBLICATION_TARGET),
+        none_verdict = verdict(ratios[2] <= NO_PUBLICATION_TARGET),
         hook = ratios[1],
     )
 }

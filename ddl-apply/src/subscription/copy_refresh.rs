@@ -29,12 +29,40 @@ pub(super) struct Refresh {
     /// The statement to run, without `copy_schema`.
     pub pstmt: *mut pg_sys::PlannedStmt,
     subscription: String,
-    /// `REFRESH PUBLICATION`, `ADD PUBLICATION`, `SET PUBLICATION`.
-    command: &'static str,
-    /// The publications the refresh reads: `None` for the subscription's own.
-    publications: Option<Vec<String>>,
+    /// Which publications the refresh reads.
+    publications: Publications,
     /// Whether the copy is asked for (`copy_schema = false` asks for none).
     wanted: bool,
+}
+
+/// The publications a refreshing statement reads, by its kind.
+enum Publications {
+    /// `REFRESH PUBLICATION`: the subscription's own.
+    Subscribed,
+    /// `ADD PUBLICATION`: the subscription's and these.
+    Adding(Vec<String>),
+    /// `SET PUBLICATION`: these instead.
+    Setting(Vec<String>),
+}
+
+impl Publications {
+    /// The statement's command, for `ddl_sync.schema_copies`.
+    fn command(&self) -> &'static str {
+        match self {
+            Publications::Subscribed => "REFRESH PUBLICATION",
+            Publications::Adding(_) => "ADD PUBLICATION",
+            Publications::Setting(_) => "SET PUBLICATION",
+        }
+    }
+
+    /// The publications read, given the subscription's `own`.
+    fn names(&self, own: &[String]) -> Vec<String> {
+        match self {
+            Publications::Subscribed => own.to_vec(),
+            Publications::Adding(added) => own.iter().chain(added).cloned().collect(),
+            Publications::Setting(set) => set.clone(),
+        }
+    }
 }
 
 /// Takes `copy_schema` out of an ALTER SUBSCRIPTION that refreshes the publications; `None`
@@ -56,12 +84,14 @@ pub(super) unsafe fn take(
     let stmt = node.cast::<pg_sys::AlterSubscriptionStmt>();
     // SAFETY: the tag says AlterSubscriptionStmt.
     let (kind, options) = unsafe { ((*stmt).kind, (*stmt).options) };
-    let command = match kind {
-        K::ALTER_SUBSCRIPTION_REFRESH => "REFRESH PUBLICATION",
-        K::ALTER_SUBSCRIPTION_ADD_PUBLICATION => "ADD PUBLICATION",
-        K::ALTER_SUBSCRIPTION_SET_PUBLICATION => "SET PUBLICATION",
-        _ => return None,
-    };
+    if !matches!(
+        kind,
+        K::ALTER_SUBSCRIPTION_REFRESH
+            | K::ALTER_SUBSCRIPTION_ADD_PUBLICATION
+            | K::ALTER_SUBSCRIPTION_SET_PUBLICATION
+    ) {
+        return None;
+    }
     // SAFETY: the statement's DefElem list.
     let def = unsafe { find(options, "copy_schema") }?;
     // SAFETY: a DefElem of the statement.
@@ -92,13 +122,13 @@ pub(super) unsafe fn take(
         )
     };
     let publications = match kind {
-        K::ALTER_SUBSCRIPTION_REFRESH => None,
-        _ => Some(publication_list),
+        K::ALTER_SUBSCRIPTION_ADD_PUBLICATION => Publications::Adding(publication_list),
+        K::ALTER_SUBSCRIPTION_SET_PUBLICATION => Publications::Setting(publication_list),
+        _ => Publications::Subscribed,
     };
     Some(Refresh {
         pstmt,
         subscription,
-        command,
         publications,
         wanted,
     })
@@ -110,39 +140,20 @@ pub(super) fn copy(refresh: &Refresh) {
     if !refresh.wanted {
         return;
     }
-    // SAFETY: reads the current user's catalog row.
-    if !unsafe { pg_sys::superuser() } {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "must be superuser to refresh a subscription with copy_schema = true",
-            "The copy runs pg_dump's script here, with its owners and privileges."
-        );
-    }
-    // SAFETY: a syscache lookup in the statement's transaction; missing_ok.
-    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "subscription parameter \"copy_schema\" requires the ddl_sync extension",
-            "Run CREATE EXTENSION ddl_sync in this database first."
-        );
-    }
+    copy_schema::require_superuser("refresh");
+    super::options::require_extension("copy_schema");
     let name = &refresh.subscription;
     let subid = super::config::subscription_oid(name);
     let Some(catalog) = super::read_catalog(subid) else {
         error!("ddl_sync: cannot read subscription \"{name}\"");
     };
-    let mut publications = refresh.publications.clone().unwrap_or_default();
-    if refresh.command != "SET PUBLICATION" {
-        publications.extend(catalog.publications.iter().cloned());
-    }
+    let publications = refresh.publications.names(&catalog.publications);
     let statement = format!("ALTER SUBSCRIPTION {name}");
     let copied = ddl_server::guc::with_search_path("pg_catalog", || {
         copy_missing_tables(&catalog.conninfo, name, subid, &publications, &statement)
     });
     if let Some(copied) = copied {
-        copy_schema::record(subid, name, refresh.command, None, &copied);
+        copy_schema::record(subid, name, refresh.publications.command(), None, &copied);
     }
 }
 
@@ -206,16 +217,15 @@ fn copy_missing_tables(
             Take::WhenMissing
         }
     });
-    let made_sequences: HashSet<_> = made.sequences.iter().collect();
     let sequences: Vec<_> = super::sequences::publisher_values(&publisher)
         .into_iter()
-        .filter(|(schema, name, _)| made_sequences.contains(&(schema.clone(), name.clone())))
+        .filter(|(schema, name, _)| made.sequences.iter().any(|(s, n)| s == schema && n == name))
         .collect();
     let runs_as_owner = crate::replay::apply_code::subscription_runs_as_owner(subid);
     let moved = copy_schema::make(&made, runs_as_owner, &sequences, &step)
         .unwrap_or_else(|code| copy_schema::refuse_code(name, None, &code));
     Some(Copied {
-        start_lsn: String::new(),
+        start_lsn: None,
         made: made.made,
         kept: made.kept,
         script_bytes: made.script.len(),

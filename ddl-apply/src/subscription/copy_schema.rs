@@ -62,7 +62,7 @@ pub(super) struct Plan<'a> {
 /// statement that made it).
 pub(super) struct Copied {
     /// The LSN the slot starts at (its consistent point, as the publisher gave it).
-    pub start_lsn: String,
+    pub start_lsn: Option<String>,
     /// Objects (pg_dump's blocks) made here, and found here already, identical.
     pub made: usize,
     pub kept: usize,
@@ -94,6 +94,20 @@ impl Steps {
             "/* ddl_sync: {} ... (copy_schema = true): {what} */",
             self.statement
         ));
+    }
+}
+
+/// Only a superuser copies a schema: the script runs here with the publisher's owners and
+/// privileges. `verb`: what the statement does to the subscription (`create`, `refresh`).
+pub(super) fn require_superuser(verb: &str) {
+    // SAFETY: reads the current user's catalog row.
+    if !unsafe { pg_sys::superuser() } {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!("must be superuser to {verb} a subscription with copy_schema = true"),
+            "The copy runs pg_dump's script here, with its owners and privileges."
+        );
     }
 }
 
@@ -152,7 +166,6 @@ pub(super) fn record(
     copied: &Copied,
 ) {
     let _owner = AsCatalogOwner::enter();
-    let lsn = (!copied.start_lsn.is_empty()).then_some(copied.start_lsn.as_str());
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     Spi::run_with_args(
         "INSERT INTO ddl_sync.schema_copies (subid, subscription, command, slot, start_lsn,
@@ -164,7 +177,7 @@ pub(super) fn record(
             subscription.into(),
             command.into(),
             slot.into(),
-            lsn.into(),
+            copied.start_lsn.as_deref().into(),
             count(copied.made).into(),
             count(copied.kept).into(),
             i64::try_from(copied.script_bytes)
@@ -230,7 +243,7 @@ fn copy_in_snapshot(
     let missing = missing_here(&published, local.as_ref(), |_| Take::Strict);
     let moved = make(&missing, plan.runs_as_owner, &sequences, step)?;
     Ok(Copied {
-        start_lsn: String::new(),
+        start_lsn: None,
         made: missing.made,
         kept: missing.kept,
         script_bytes: missing.script.len(),
@@ -329,18 +342,16 @@ pub(super) fn check_roles(publisher: &Publisher) {
         .into_iter()
         .filter_map(|r| r.into_iter().next().flatten())
         .collect();
-    let missing: Vec<&String> = needed
-        .iter()
-        .filter(|role| {
-            !ddl_server::spi::read_one::<bool>(
-                "SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) $1)",
-                &[role.as_str().into()],
-            )
-            .ok()
-            .flatten()
-            .unwrap_or(false)
-        })
-        .collect();
+    // One lookup for all of them, in the publisher's order. NULL (no row) when none is missing.
+    let missing = ddl_server::spi::read_one::<Vec<String>>(
+        "SELECT pg_catalog.array_agg(r.name ORDER BY r.n)
+           FROM pg_catalog.unnest($1::pg_catalog.text[]) WITH ORDINALITY AS r (name, n)
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_roles
+                             WHERE rolname OPERATOR(pg_catalog.=) r.name)",
+        &[needed.into()],
+    )
+    .unwrap_or_else(|e| error!("cannot look up the publisher's roles here: {e}"))
+    .unwrap_or_default();
     if missing.is_empty() {
         return;
     }

@@ -184,15 +184,7 @@ unsafe fn copy_schema_first(
     pstmt: *mut pg_sys::PlannedStmt,
     query_string: *const c_char,
 ) {
-    // SAFETY: reads the current user's catalog row.
-    if !unsafe { pg_sys::superuser() } {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            "must be superuser to create a subscription with copy_schema = true",
-            "The copy runs pg_dump's script here, with its owners and privileges."
-        );
-    }
+    copy_schema::require_superuser("create");
     if !create.create_slot {
         ereport!(
             ERROR,

@@ -165,23 +165,13 @@ pub(super) unsafe fn take(
         .map(|def| conflict_policy(&string(def)).unwrap_or_else(|e| invalid("ddl_conflict", e)));
     let mode =
         mode.map(|def| schema_mode(&string(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
-    // SAFETY: a syscache lookup in the statement's transaction; missing_ok, so a missing
-    // extension is an answer.
-    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
-        let parameter = match (&kinds, conflict, mode, &fallback) {
-            (Some(_), _, _, _) => "ddl",
-            (None, Some(_), _, _) => "ddl_conflict",
-            (None, None, Some(_), _) => "schema_mode",
-            (None, None, None, Some(_)) => "ddl_fallback_role",
-            (None, None, None, None) => "copy_schema",
-        };
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("subscription parameter \"{parameter}\" requires the ddl_sync extension"),
-            "Run CREATE EXTENSION ddl_sync in this database first."
-        );
-    }
+    require_extension(match (&kinds, conflict, mode, &fallback) {
+        (Some(_), _, _, _) => "ddl",
+        (None, Some(_), _, _) => "ddl_conflict",
+        (None, None, Some(_), _) => "schema_mode",
+        (None, None, None, Some(_)) => "ddl_fallback_role",
+        (None, None, None, None) => "copy_schema",
+    });
     // Read only once the extension is known to exist (its catalog lookups need nothing of it,
     // but the error above is the clearer one).
     let fallback = fallback
@@ -231,6 +221,20 @@ pub(super) unsafe fn take(
         fallback_role: fallback,
         create,
     })
+}
+
+/// Our subscription `parameter` needs the extension in this database: an ERROR when it is not.
+pub(super) fn require_extension(parameter: &str) {
+    // SAFETY: a syscache lookup in the statement's transaction; missing_ok, so a missing
+    // extension is an answer.
+    if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("subscription parameter \"{parameter}\" requires the ddl_sync extension"),
+            "Run CREATE EXTENSION ddl_sync in this database first."
+        );
+    }
 }
 
 /// A copy of the CREATE SUBSCRIPTION `pstmt` (whose options are PostgreSQL's only, after

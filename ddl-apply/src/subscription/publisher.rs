@@ -258,12 +258,12 @@ impl Publisher {
         &self,
         slot: &str,
         failover: bool,
-    ) -> (String, String) {
+    ) -> (String, Option<String>) {
         // slot_name, consistent_point, snapshot_name, output_plugin
         let mut row = self
             .create_slot_row(slot, "export", false, failover)
             .into_iter();
-        let lsn = row.nth(1).flatten().unwrap_or_default();
+        let lsn = row.nth(1).flatten();
         let snapshot = row.next().flatten().unwrap_or_else(|| {
             error!("the publisher exported no snapshot for replication slot \"{slot}\"")
         });
