@@ -549,3 +549,65 @@ fn refresh_with_copy_schema_makes_the_tables_the_publications_gained() {
         "after"
     );
 }
+
+/// A role that may create subscriptions but is not a superuser (PostgreSQL 16's
+/// pg_create_subscription) cannot have a schema copied: the copy runs the publisher's script
+/// with its owners and privileges. Nothing is made, on either side; nor may it refresh its own
+/// subscription with copy_schema.
+#[test]
+fn only_a_superuser_copies_a_schema() {
+    let publisher = publisher();
+    let version: u32 = query(&publisher, "SHOW server_version_num")
+        .parse()
+        .unwrap();
+    if version < 160000 {
+        println!("copy_schema: on PostgreSQL {version} only superusers create subscriptions");
+        return;
+    }
+    let subscriber = subscriber("copy-unprivileged");
+    query(
+        &subscriber,
+        "CREATE ROLE carol LOGIN PASSWORD 'carol';
+         GRANT pg_create_subscription TO carol;
+         GRANT CREATE ON DATABASE postgres TO carol;",
+    );
+    let connstr = publisher.connstr("postgres");
+    let as_carol =
+        |sql: &str| psql_verbose(&subscriber, "postgres", &format!("SET ROLE carol; {sql}"));
+    let (ok, said) = as_carol(&format!(
+        "CREATE SUBSCRIPTION sub CONNECTION '{connstr}' PUBLICATION p
+             WITH (ddl = 'all', copy_schema = true);"
+    ));
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("must be superuser to create a subscription with copy_schema = true"),
+        "{said}"
+    );
+    assert_nothing_copied(&subscriber);
+    assert_no_subscription_made(&subscriber, &publisher);
+
+    // Her own subscription, made without a copy: no refresh with one either.
+    let (ok, said) = create_subscription(
+        &subscriber,
+        "postgres",
+        &publisher,
+        "ddl = 'all', connect = false",
+    );
+    assert!(ok, "{said}");
+    query(&subscriber, "ALTER SUBSCRIPTION sub OWNER TO carol");
+    let (ok, said) =
+        as_carol("ALTER SUBSCRIPTION sub REFRESH PUBLICATION WITH (copy_schema = true);");
+    assert!(!ok, "{said}");
+    assert!(
+        said.contains("must be superuser to refresh a subscription with copy_schema = true"),
+        "{said}"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'shop'"
+        ),
+        "0",
+        "nothing was copied"
+    );
+}
