@@ -1,23 +1,27 @@
 //! `cargo xtask bench capture`: what the capture (the ProcessUtility hook and the `ddl_sync`
 //! event triggers) costs the publisher, into the `## Capture` section of BENCHMARKS.md.
 //!
-//! Targets (from the issue): DDL latency with capture / without <= 1.10; plain pgbench TPS with
-//! capture / without >= 0.99.
+//! Targets (from the issues): DDL latency and server CPU with capture / without <= 1.10, with
+//! the extension but no DDL publication <= 1.03; plain pgbench TPS with capture / without
+//! >= 0.99 (or an interval that includes 1).
 //!
-//! Two throwaway clusters run side by side, so runs can alternate without restarts: `plain` is
-//! stock PostgreSQL; `capture` preloads `ddl_pgoutput`, has `CREATE EXTENSION ddl_sync` and a
-//! publication `FOR ALL TABLES WITH (ddl = 'all')`, so every DDL of the benchmark is captured
-//! and written to WAL (checked before the runs by decoding a few with `ddl_pgoutput`). Both get
-//! `pgbench -i`, and both run with autovacuum off. Only one cluster works at a time; the other
-//! idles.
+//! One throwaway cluster, restarted with and without `ddl_pgoutput` in
+//! `shared_preload_libraries` between the configurations of every round, each configuration in
+//! a database of its own: `plain` (no library, no extension), `hook only` (the same database
+//! with the library preloaded), `extension, no DDL publication` (`CREATE EXTENSION ddl_sync`,
+//! no publication), `capture` (and a publication `FOR ALL TABLES WITH (ddl = 'all')`, checked
+//! to capture the benchmark's DDL by decoding it with `ddl_pgoutput`). One cluster, so that
+//! every configuration runs on the same files and catalogs' history: two clusters side by side
+//! drifted apart by more than what is measured.
 //!
 //! 1. DDL latency: a pgbench script of CREATE TABLE / ALTER TABLE ADD COLUMN / DROP TABLE on a
-//!    name unique per script run, `-n -c 1 -t N` (the same work on both clusters), pgbench's
-//!    `latency average`.
-//! 2. TPS: `pgbench -n -b tpcb-like -c 2 -j 2 -T S`.
+//!    name unique per script run, `-n -c 1 -t N`, pgbench's `latency average`, and the
+//!    server's CPU time per script run.
+//! 2. TPS: `pgbench -n -b tpcb-like -c 2 -j 2 -T S` in `plain` and `capture`.
 //!
-//! Each measurement runs N times per cluster in alternating order (ABBA), each run after a
-//! VACUUM and a CHECKPOINT; the ratios are of the medians (best shown too).
+//! Each round runs every configuration once, the restarts included, in forward then reverse
+//! order (ABBA), each run after a VACUUM and a CHECKPOINT; a ratio is the geometric mean of
+//! the per-round ratios with its 95% confidence interval (Student's t on their logarithms).
 //!
 //! ```text
 //! cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]
@@ -26,8 +30,8 @@
 use crate::events::split_events;
 use crate::procfs::{foreign_note, quiet_check, server_cpu_ms, Foreign, Watch};
 use crate::{
-    check_release_installed, median, options, pgbench, pgbench_figure, pgbench_in, reproduce,
-    rounds_note, script_dir, section_heading, spread, verdict, write_section, Machine, Result,
+    check_release_installed, median, options, pgbench_figure, pgbench_in, reproduce, script_dir,
+    section_heading, spread, write_section, Interval, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::path::Path;
@@ -37,6 +41,7 @@ const USAGE: &str = "usage: cargo xtask bench capture [--runs N] [--ddl-scripts 
 
 /// Targets from the issue.
 const LATENCY_RATIO_TARGET: f64 = 1.10;
+const NO_PUBLICATION_TARGET: f64 = 1.03;
 const TPS_RATIO_TARGET: f64 = 0.99;
 
 const PGBENCH_SCALE: u32 = 5;
@@ -66,22 +71,40 @@ struct Sample {
     server_cpu_us: f64,
 }
 
-/// Where a measurement runs: a database of one of the clusters.
-struct Target<'a> {
+/// One configuration: its database, and whether the library is preloaded.
+struct Config {
     name: &'static str,
-    pg: &'a Cluster,
+    preload: bool,
     db: &'static str,
 }
 
-/// The database of the capture cluster without the `ddl_sync` extension: the hook is loaded
-/// (it is preloaded into every backend) but no event trigger fires, so nothing is captured.
-const HOOK_ONLY_DB: &str = "hook_only";
-/// A database of the capture cluster with the extension but no publication (its event triggers
-/// disabled).
-const TRIGGERS_ONLY_DB: &str = "triggers_only";
+const PLAIN: Config = Config {
+    name: "plain",
+    preload: false,
+    db: "plain",
+};
+const HOOK_ONLY: Config = Config {
+    name: "hook only",
+    preload: true,
+    db: "plain",
+};
+const NO_DDL_PUBLICATION: Config = Config {
+    name: "extension, no DDL publication",
+    preload: true,
+    db: "no_ddl_publication",
+};
+const CAPTURE: Config = Config {
+    name: "capture",
+    preload: true,
+    db: "capture",
+};
+/// The DDL latency's configurations; the first is the baseline.
+const DDL_CONFIGS: [&Config; 4] = [&PLAIN, &HOOK_ONLY, &NO_DDL_PUBLICATION, &CAPTURE];
+/// The TPS configurations.
+const TPS_CONFIGS: [&Config; 2] = [&PLAIN, &CAPTURE];
 
 pub fn run(args: &[&str]) -> Result {
-    let (mut runs, mut ddl_scripts, mut seconds) = (6, 3000, 10);
+    let (mut runs, mut ddl_scripts, mut seconds) = (12, 2000, 8);
     options(
         args,
         USAGE,
@@ -98,102 +121,108 @@ pub fn run(args: &[&str]) -> Result {
 
     // Autovacuum is off and each run starts after a VACUUM: the DDL runs create and drop tens
     // of thousands of tables, and catalog bloat (or an autovacuum worker waking in one run and
-    // not in the other) would otherwise make the runs drift apart more than the hook costs.
-    let plain = ClusterBuilder::new()
-        .name("bench-capture-plain")
+    // not in the other) would otherwise make the runs drift apart more than the capture costs.
+    let mut pg = ClusterBuilder::new()
+        .name("bench-capture")
         .conf("autovacuum", "off")
         .conf("shared_buffers", SHARED_BUFFERS)
         .build()
         .map_err(|e| e.to_string())?;
-    let capture = ClusterBuilder::new()
-        .name("bench-capture-ddl")
-        .conf("autovacuum", "off")
-        .conf("shared_buffers", SHARED_BUFFERS)
-        .shared_preload_libraries(&["ddl_pgoutput"])
-        .build()
+    set_preload(&mut pg, true)?;
+    check_release_installed(&pg)?;
+    let server = sql(&pg, "SELECT version()")?;
+    for config in [&PLAIN, &NO_DDL_PUBLICATION, &CAPTURE] {
+        sql(&pg, &format!("CREATE DATABASE {}", config.db))?;
+    }
+    pg.psql(NO_DDL_PUBLICATION.db, "CREATE EXTENSION ddl_sync")
         .map_err(|e| e.to_string())?;
-    check_release_installed(&capture)?;
-    let server = sql(&plain, "SELECT version()")?;
-    sql(
-        &capture,
+    pg.psql(
+        CAPTURE.db,
         &format!(
             "CREATE EXTENSION ddl_sync;
              CREATE PUBLICATION {PUBLICATION} FOR ALL TABLES WITH (ddl = 'all');"
         ),
-    )?;
-    for pg in [&plain, &capture] {
-        pgbench(pg, &["-i", "-q", "-s", &PGBENCH_SCALE.to_string()])?;
+    )
+    .map_err(|e| e.to_string())?;
+    for config in TPS_CONFIGS {
+        pgbench_in(
+            &pg,
+            config.db,
+            &["-i", "-q", "-s", &PGBENCH_SCALE.to_string()],
+        )?;
     }
-    let preload = |pg: &Cluster| sql(pg, "SHOW shared_preload_libraries");
-    let (plain_preload, capture_preload) = (preload(&plain)?, preload(&capture)?);
-    if !plain_preload.is_empty() || capture_preload != "ddl_pgoutput" {
-        return Err(format!(
-            "unexpected shared_preload_libraries: plain {plain_preload:?}, capture {capture_preload:?}"
-        ));
-    }
-    let captured = check_capture(&capture, &script, &dir)?;
-    sql(&capture, &format!("CREATE DATABASE {HOOK_ONLY_DB}"))?;
-    sql(&capture, &format!("CREATE DATABASE {TRIGGERS_ONLY_DB}"))?;
-    capture
-        .psql(TRIGGERS_ONLY_DB, "CREATE EXTENSION ddl_sync")
-        .map_err(|e| e.to_string())?;
-    let plain_target = Target {
-        name: "plain",
-        pg: &plain,
-        db: "postgres",
-    };
-    let capture_target = Target {
-        name: "capture",
-        pg: &capture,
-        db: "postgres",
-    };
-    let hook_target = Target {
-        name: "hook only",
-        pg: &capture,
-        db: HOOK_ONLY_DB,
-    };
-    let triggers_target = Target {
-        name: "triggers, no DDL publication",
-        pg: &capture,
-        db: TRIGGERS_ONLY_DB,
-    };
+    let captured = check_capture(&pg, &script, &dir)?;
     let idle = quiet_check()?;
-    let watch = Watch::start(&[&plain, &capture])?;
+    let watch = Watch::start(&[&pg])?;
 
-    let seconds_arg = seconds.to_string();
-    let ddl_scripts_arg = ddl_scripts.to_string();
-    let script_arg = script.display().to_string();
-    let clients = TPS_CLIENTS.to_string();
-    println!("bench: DDL latency");
-    let ddl = alternate(
-        &[
-            &plain_target,
-            &hook_target,
-            &triggers_target,
-            &capture_target,
-        ],
-        runs,
-        &["-n", "-c", "1", "-t", &ddl_scripts_arg, "-f", &script_arg],
-    )?;
-    println!("bench: tpcb-like TPS");
-    let tps = alternate(
-        &[&plain_target, &capture_target],
-        runs,
-        &[
-            "-n",
-            "-b",
-            "tpcb-like",
-            "-c",
-            &clients,
-            "-j",
-            &clients,
-            "-T",
-            &seconds_arg,
-        ],
-    )?;
+    let ddl_args = [
+        "-n",
+        "-c",
+        "1",
+        "-t",
+        &ddl_scripts.to_string(),
+        "-f",
+        &script.display().to_string(),
+    ]
+    .map(String::from);
+    let tps_args = [
+        "-n",
+        "-b",
+        "tpcb-like",
+        "-c",
+        &TPS_CLIENTS.to_string(),
+        "-j",
+        &TPS_CLIENTS.to_string(),
+        "-T",
+        &seconds.to_string(),
+    ]
+    .map(String::from);
+    let mut ddl: Vec<Vec<Sample>> = DDL_CONFIGS.iter().map(|_| Vec::new()).collect();
+    let mut tps: Vec<Vec<Sample>> = TPS_CONFIGS.iter().map(|_| Vec::new()).collect();
+    // Round 0 is a warm-up and is not kept: the first run of a kind was slower everywhere.
+    for round in 0..=runs {
+        // The configurations in order, grouped by library so that a round restarts twice; every
+        // other round in reverse.
+        let mut order: Vec<&Config> = DDL_CONFIGS.to_vec();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        let mut running: Option<bool> = None;
+        for config in order {
+            // Every group starts on a freshly started server, as the first one of a round.
+            if running != Some(config.preload) {
+                set_preload(&mut pg, config.preload)?;
+                running = Some(config.preload);
+            }
+            let sample = measure(&pg, config, &ddl_args)?;
+            let tps_sample = if TPS_CONFIGS.iter().any(|c| c.name == config.name) {
+                Some(measure(&pg, config, &tps_args)?)
+            } else {
+                None
+            };
+            if round == 0 {
+                println!("bench: {:<30} warm-up done", config.name);
+                continue;
+            }
+            println!(
+                "bench: round {round} {:<30} DDL latency {:.3} ms, {:.0} µs server CPU per script run",
+                config.name, sample.latency_ms, sample.server_cpu_us
+            );
+            let at = DDL_CONFIGS.iter().position(|c| c.name == config.name);
+            ddl[at.expect("a DDL configuration")].push(sample);
+            if let Some(sample) = tps_sample {
+                println!(
+                    "bench: round {round} {:<30} {:.1} tps, {:.0} µs server CPU per transaction",
+                    config.name, sample.tps, sample.server_cpu_us
+                );
+                let at = TPS_CONFIGS.iter().position(|c| c.name == config.name);
+                tps[at.expect("a TPS configuration")].push(sample);
+            }
+        }
+    }
     let foreign = watch.finish();
     println!("bench: {}", foreign_note(&foreign));
-    drop((plain, capture));
+    drop(pg);
 
     let heading = section_heading("Capture", &server);
     let section = section(
@@ -211,21 +240,66 @@ pub fn run(args: &[&str]) -> Result {
     write_section(&heading, &section)
 }
 
+/// Whether the running server has `ddl_pgoutput` preloaded.
+fn preloaded(pg: &Cluster) -> Result<bool> {
+    Ok(sql(pg, "SHOW shared_preload_libraries")? == "ddl_pgoutput")
+}
+
+/// Restarts the server with or without the library (ALTER SYSTEM), and checks that it took.
+fn set_preload(pg: &mut Cluster, preload: bool) -> Result {
+    let change = if preload {
+        "ALTER SYSTEM SET shared_preload_libraries = 'ddl_pgoutput'"
+    } else {
+        "ALTER SYSTEM RESET shared_preload_libraries"
+    };
+    sql(pg, change)?;
+    pg.restart().map_err(|e| e.to_string())?;
+    if preloaded(pg)? != preload {
+        return Err(format!("the server did not restart as `{change}` asks"));
+    }
+    Ok(())
+}
+
+/// One pgbench run of `config` with `args`, after a VACUUM of its database and a CHECKPOINT.
+fn measure(pg: &Cluster, config: &Config, args: &[String]) -> Result<Sample> {
+    pg.psql(config.db, "VACUUM").map_err(|e| e.to_string())?;
+    sql(pg, "CHECKPOINT")?;
+    let start = sql(pg, "SELECT pg_current_wal_lsn()")?;
+    let cpu_before = server_cpu_ms(pg)?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let report = pgbench_in(pg, config.db, &args)?;
+    // Let the postmaster reap pgbench's backends, so their time is in its cutime.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let cpu = server_cpu_ms(pg)? - cpu_before;
+    let end = sql(pg, "SELECT pg_current_wal_lsn()")?;
+    let wal: f64 = sql(pg, &format!("SELECT pg_wal_lsn_diff('{end}', '{start}')"))?
+        .parse()
+        .map_err(|e| format!("WAL size: {e}"))?;
+    let transactions = pgbench_figure(&report, "number of transactions actually processed:")?;
+    Ok(Sample {
+        latency_ms: pgbench_figure(&report, "latency average =")?,
+        tps: pgbench_figure(&report, "tps =")?,
+        wal_per_transaction: wal / transactions.max(1.0),
+        server_cpu_us: 1e3 * cpu / transactions.max(1.0),
+    })
+}
+
 fn sql(pg: &Cluster, sql: &str) -> Result<String> {
     pg.psql("postgres", sql).map_err(|e| e.to_string())
 }
 
-/// Proves that the `capture` cluster really captures the benchmark's DDL: one script run is
+/// Proves that the `capture` database really captures the benchmark's DDL: one script run is
 /// decoded with `ddl_pgoutput` through pg_recvlogical and must give one event per statement.
 /// Returns the events' statements.
 fn check_capture(pg: &Cluster, script: &Path, dir: &Path) -> Result<Vec<String>> {
     let slot = "bench_check";
-    sql(
+    let in_capture = |sql: &str| pg.psql(CAPTURE.db, sql).map_err(|e| e.to_string());
+    in_capture(&format!(
+        "SELECT pg_create_logical_replication_slot('{slot}', 'ddl_pgoutput')"
+    ))?;
+    pgbench_in(
         pg,
-        &format!("SELECT pg_create_logical_replication_slot('{slot}', 'ddl_pgoutput')"),
-    )?;
-    pgbench(
-        pg,
+        CAPTURE.db,
         &[
             "-n",
             "-c",
@@ -236,20 +310,17 @@ fn check_capture(pg: &Cluster, script: &Path, dir: &Path) -> Result<Vec<String>>
             &script.display().to_string(),
         ],
     )?;
-    let end = sql(pg, "SELECT pg_current_wal_lsn()")?;
+    let end = in_capture("SELECT pg_current_wal_lsn()")?;
     // A transaction past `end` that the plugin sends, so pg_recvlogical stops at once.
-    sql(
-        pg,
-        "UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1",
-    )?;
+    in_capture("UPDATE pgbench_branches SET bbalance = bbalance WHERE bid = 1")?;
     let out = dir.join("check.out");
-    let mut recv = pg.recvlogical("postgres", slot);
+    let mut recv = pg.recvlogical(CAPTURE.db, slot);
     recv.plugin("ddl_pgoutput")
         .option("proto_version", "1")
         .option("publication_names", PUBLICATION)
         .timeout(Duration::from_secs(60));
     recv.stream_to_file(&out, &end).map_err(|e| e.to_string())?;
-    sql(pg, &format!("SELECT pg_drop_replication_slot('{slot}')"))?;
+    in_capture(&format!("SELECT pg_drop_replication_slot('{slot}')"))?;
 
     let bytes = std::fs::read(&out).map_err(|e| format!("cannot read {}: {e}", out.display()))?;
     let events: Vec<String> = split_events(&bytes)
@@ -265,60 +336,12 @@ fn check_capture(pg: &Cluster, script: &Path, dir: &Path) -> Result<Vec<String>>
             .all(|(sql, tag)| sql.starts_with(tag));
     if !matches {
         return Err(format!(
-            "the capture cluster did not capture the benchmark's DDL as expected \
+            "the capture database did not capture the benchmark's DDL as expected \
              ({DDL_TAGS:?}); events decoded: {events:?}"
         ));
     }
-    println!("bench: the capture cluster captured {events:?}");
+    println!("bench: the capture database captured {events:?}");
     Ok(events)
-}
-
-/// Runs pgbench with `args` `runs` times on each target, in forward then reverse order (ABBA),
-/// each run after a VACUUM of its database and a CHECKPOINT; returns the samples per target.
-/// Round 0 is a warm-up and is not kept: the first run of a kind was slower on every
-/// configuration.
-fn alternate(targets: &[&Target], runs: u32, args: &[&str]) -> Result<Vec<Vec<Sample>>> {
-    let mut samples: Vec<Vec<Sample>> = targets.iter().map(|_| Vec::new()).collect();
-    for i in 0..=runs {
-        let mut order: Vec<usize> = (0..targets.len()).collect();
-        if i % 2 == 0 {
-            order.reverse();
-        }
-        for t in order {
-            let Target { name, pg, db } = *targets[t];
-            pg.psql(db, "VACUUM").map_err(|e| e.to_string())?;
-            sql(pg, "CHECKPOINT")?;
-            let start = sql(pg, "SELECT pg_current_wal_lsn()")?;
-            let cpu_before = server_cpu_ms(pg)?;
-            let report = pgbench_in(pg, db, args)?;
-            // Let the postmaster reap pgbench's backends, so their time is in its cutime.
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            let cpu = server_cpu_ms(pg)? - cpu_before;
-            let end = sql(pg, "SELECT pg_current_wal_lsn()")?;
-            let wal: f64 = sql(pg, &format!("SELECT pg_wal_lsn_diff('{end}', '{start}')"))?
-                .parse()
-                .map_err(|e| format!("WAL size: {e}"))?;
-            let transactions =
-                pgbench_figure(&report, "number of transactions actually processed:")?;
-            let sample = Sample {
-                latency_ms: pgbench_figure(&report, "latency average =")?,
-                tps: pgbench_figure(&report, "tps =")?,
-                wal_per_transaction: wal / transactions.max(1.0),
-                server_cpu_us: 1e3 * cpu / transactions.max(1.0),
-            };
-            if i == 0 {
-                println!("bench: {name:<9} warm-up done");
-                continue;
-            }
-            println!(
-                "bench: {name:<9} latency {:.3} ms, {:.1} tps, {:.0} WAL bytes and {:.0} µs of \
-                 server CPU per transaction",
-                sample.latency_ms, sample.tps, sample.wal_per_transaction, sample.server_cpu_us
-            );
-            samples[t].push(sample);
-        }
-    }
-    Ok(samples)
 }
 
 /// [`spread`] of one figure over a configuration's runs.
@@ -334,18 +357,6 @@ fn per_round(a: &[Sample], b: &[Sample], figure: fn(&Sample) -> f64) -> Vec<f64>
         .collect()
 }
 
-/// Median and best of one figure over a configuration's runs (`best` is the lowest for
-/// latencies, the highest for rates).
-fn stats(samples: &[Sample], figure: fn(&Sample) -> f64, lower_is_better: bool) -> (f64, f64) {
-    let values: Vec<f64> = samples.iter().map(figure).collect();
-    let best = if lower_is_better {
-        values.iter().copied().fold(f64::INFINITY, f64::min)
-    } else {
-        values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-    };
-    (median(&values), best)
-}
-
 fn list(samples: &[Sample], figure: fn(&Sample) -> f64, decimals: usize) -> String {
     samples
         .iter()
@@ -354,8 +365,13 @@ fn list(samples: &[Sample], figure: fn(&Sample) -> f64, decimals: usize) -> Stri
         .join(", ")
 }
 
-/// The `## Capture on PostgreSQL N` section. `ddl` holds the samples of plain, hook only and capture; `tps`
-/// those of plain and capture.
+/// The median of one figure over a configuration's runs.
+fn median_of(samples: &[Sample], figure: fn(&Sample) -> f64) -> f64 {
+    median(&samples.iter().map(figure).collect::<Vec<_>>())
+}
+
+/// The `## Capture on PostgreSQL N` section. `ddl` holds the samples of [`DDL_CONFIGS`], `tps`
+/// those of [`TPS_CONFIGS`], round by round.
 #[allow(clippy::too_many_arguments)]
 fn section(
     machine: &Machine,
@@ -375,154 +391,128 @@ fn section(
     let rate = |s: &Sample| s.tps;
     let wal = |s: &Sample| s.wal_per_transaction;
     let cpu = |s: &Sample| s.server_cpu_us;
-    let cpu_ratios = |a: &[Sample], b: &[Sample]| per_round(a, b, cpu);
-    let lat: Vec<(f64, f64)> = ddl.iter().map(|v| stats(v, latency, true)).collect();
-    let rates: Vec<(f64, f64)> = tps.iter().map(|v| stats(v, rate, false)).collect();
-    let lat_ratio = median(&per_round(&ddl[0], &ddl[3], latency));
-    let triggers_ratio = median(&per_round(&ddl[0], &ddl[2], latency));
-    let hook_ratio = median(&per_round(&ddl[0], &ddl[1], latency));
-    let tps_ratio = median(&per_round(&tps[0], &tps[1], rate));
-    let (lat_of_medians, lat_best_ratio) = (lat[3].0 / lat[0].0, lat[3].1 / lat[0].1);
-    let (hook_of_medians, hook_best_ratio) = (lat[1].0 / lat[0].0, lat[1].1 / lat[0].1);
-    let (tps_of_medians, tps_best_ratio) = (rates[1].0 / rates[0].0, rates[1].1 / rates[0].1);
-    let captured: Vec<String> = captured.iter().map(|s| format!("`{s}`")).collect();
-
+    let against_plain =
+        |i: usize, figure: fn(&Sample) -> f64| Interval::of(&per_round(&ddl[0], &ddl[i], figure));
     let mut ddl_rows = String::new();
-    for (name, (samples, (med, best))) in [
-        "plain",
-        "hook only",
-        "triggers, no DDL publication",
-        "capture",
-    ]
-    .iter()
-    .zip(ddl.iter().zip(&lat))
-    {
+    for (i, (config, samples)) in DDL_CONFIGS.iter().zip(ddl).enumerate() {
+        let (lat, cpu_ratio) = if i == 0 {
+            ("1".to_string(), "1".to_string())
+        } else {
+            (
+                against_plain(i, latency).show(),
+                against_plain(i, cpu).show(),
+            )
+        };
         ddl_rows.push_str(&format!(
-            "| {name} | {med:.3} ms | {best:.3} ms | {:.0}% | {} | {:.0} µs | {:.0} B |\n",
+            "| {} | {:.3} ms | {:.0}% | {lat} | {:.0} µs | {cpu_ratio} | {:.0} B | {} |\n",
+            config.name,
+            median_of(samples, latency),
             spread_of(samples, latency),
+            median_of(samples, cpu),
+            median_of(samples, wal),
             list(samples, latency, 3),
-            stats(samples, cpu, true).0,
-            stats(samples, wal, true).0,
         ));
     }
+    let tps_ratio = Interval::of(&per_round(&tps[0], &tps[1], rate));
+    let tps_cpu = Interval::of(&per_round(&tps[0], &tps[1], cpu));
     let mut tps_rows = String::new();
-    for (name, (samples, (med, best))) in ["plain", "capture"].iter().zip(tps.iter().zip(&rates)) {
+    for (config, samples) in TPS_CONFIGS.iter().zip(tps) {
         tps_rows.push_str(&format!(
-            "| {name} | {med:.1} | {best:.1} | {:.0}% | {} | {:.0} µs |\n",
+            "| {} | {:.1} | {:.0}% | {:.0} µs | {} |\n",
+            config.name,
+            median_of(samples, rate),
             spread_of(samples, rate),
+            median_of(samples, cpu),
             list(samples, rate, 1),
-            stats(samples, cpu, true).0,
         ));
     }
+    let capture = DDL_CONFIGS.len() - 1;
+    let (capture_lat, capture_cpu) = (against_plain(capture, latency), against_plain(capture, cpu));
+    let (no_pub_lat, no_pub_cpu) = (against_plain(2, latency), against_plain(2, cpu));
+    let captured: Vec<String> = captured.iter().map(|s| format!("`{s}`")).collect();
 
     format!(
         "{heading}\n\n\
-         Reproduce with `{command}` (options: `--runs N`, `--ddl-scripts N`, \
-         `--seconds S`). It installs release builds (`cargo xtask install`), starts two \
-         throwaway clusters and rewrites this section.\n\n\
+         Reproduce with `{command}` (options: `--runs N`, `--ddl-scripts N`, `--seconds S`). \
+         It installs release builds (`cargo xtask install`), starts one throwaway cluster and \
+         rewrites this section. The instruction counts of the same statements, and where they \
+         go, are in \"Instructions\".\n\n\
          - Date: {date}\n\
          - Machine: {machine_line}; CPUs {idle:.0}% idle over 3 s just before the measurements; \
          {foreign}\n\
          - Server: {server}\n\
-         - Clusters: two, running side by side (only one works at a time), both with ddl-testkit \
-         defaults (`fsync = off`, `wal_level = logical`), `shared_buffers = {SHARED_BUFFERS}` \
-         (the whole database fits), `autovacuum = off` (see Method) and `pgbench -i -s \
-         {PGBENCH_SCALE}`. `plain`: nothing else. `capture`: `shared_preload_libraries = \
-         'ddl_pgoutput'` (the ProcessUtility hook), `CREATE EXTENSION ddl_sync` (the capture \
-         event triggers) and `CREATE PUBLICATION {PUBLICATION} FOR ALL TABLES WITH (ddl = \
-         'all')`, so every DDL below is captured and written to WAL as a logical message. \
-         Checked before the runs: one script run on `capture`, decoded with `ddl_pgoutput` \
-         through pg_recvlogical, gave the events {captured}. `hook only`: a second database \
-         (`{HOOK_ONLY_DB}`) of the capture cluster, without the extension: the hook is loaded in \
-         its backends but no event trigger fires and nothing is captured, which separates the \
-         hook's cost from the capture's. `triggers, no DDL publication`: a third database \
-         (`{TRIGGERS_ONLY_DB}`) with the extension and no publication: the extension keeps \
-         its event triggers disabled there (no publication takes DDL), so PostgreSQL collects \
-         no command: what the extension costs a database that replicates no DDL (the \
-         `instructions` benchmark counts it exactly).\n\
-         - Why `fsync = off`: the figures are CPU-bound, which is what the hook and the capture \
-         cost: CPU work in the backend (keeping the statement text, the event triggers reading \
-         the command collection, classifying, the rules lookup, writing the WAL message). With \
-         fsync on, every commit would also wait for a WAL flush that both configurations pay \
-         alike (milliseconds on a plain disk), which only dilutes the ratio; without it the \
-         capture's cost shows at its largest relative size, the stricter comparison.\n\
-         - Method: each measurement runs {runs} times per configuration after an untimed warm-up \
-         round (the first run of a kind was slower everywhere), in forward then reverse order \
-         (ABBA), each run after a `VACUUM` of its database and a `CHECKPOINT`: the DDL \
-         runs create and drop tens of thousands of tables, and catalog bloat, or an autovacuum \
-         worker waking during one run and not another, made runs drift apart by more than what \
-         is measured. A ratio is the median of the per-round ratios (each round runs every \
-         configuration back to back, so a slow drift of the machine cancels out); the ratio of \
-         the medians and that of the best runs are shown too.\n\n\
+         - Cluster: one, with ddl-testkit defaults (`fsync = off`, `wal_level = logical`), \
+         `shared_buffers = {SHARED_BUFFERS}` (the whole database fits), `autovacuum = off` \
+         (see Method). Configurations, each in a database of its own: `plain` (database \
+         `{plain}`; the server started without `ddl_pgoutput`), `hook only` (the same database, \
+         the server started with `shared_preload_libraries = 'ddl_pgoutput'`: the hook runs, \
+         nothing is captured), `extension, no DDL publication` (database `{no_pub}` with \
+         `CREATE EXTENSION ddl_sync` and no publication: the extension keeps its event triggers \
+         disabled there), `capture` (database `{capture_db}` with the extension and `CREATE \
+         PUBLICATION {PUBLICATION} FOR ALL TABLES WITH (ddl = 'all')`: every DDL below is \
+         captured, sealed and written to WAL). Checked before the runs: one script run in \
+         `{capture_db}`, decoded with `ddl_pgoutput` through pg_recvlogical, gave the events \
+         {captured}. `{plain}` and `{capture_db}` have `pgbench -i -s {PGBENCH_SCALE}`.\n\
+         - Why `fsync = off`: the figures are CPU-bound, which is what the capture costs. With \
+         fsync on, every commit would also wait for a WAL flush that every configuration pays \
+         alike (milliseconds on a plain disk), which only dilutes the ratio.\n\
+         - Method: {runs} rounds after an untimed warm-up round. A round runs every \
+         configuration once, in forward then (next round) reverse order, and restarts the \
+         server with or without the library before each group of configurations (so twice); \
+         each run follows a `VACUUM` of its database and a `CHECKPOINT`: the DDL runs create \
+         and drop tens of thousands of tables, and catalog bloat made runs drift by more than \
+         what is measured. One cluster, so that every configuration runs on the same files: \
+         two clusters side by side drifted apart by more than the capture costs (the earlier \
+         method). A ratio is the geometric mean of the per-round ratios (each round measures \
+         every configuration within a few minutes, so a slow drift of the machine cancels \
+         out), with its 95% confidence interval from Student's t on their logarithms. Server \
+         CPU is the CPU time of the cluster's processes during a run (the postmaster's, \
+         including what its exited children used, and that of every live process below it, \
+         from /proc), per pgbench transaction: unlike latency, it does not depend on how the \
+         two CPUs were shared with pgbench.\n\n\
          DDL latency: pgbench script `\\set n random(1, 1000000000)`, `CREATE TABLE \
          bench_ddl_:n (id bigint, v integer)`, `ALTER TABLE bench_ddl_:n ADD COLUMN note \
          integer`, `DROP TABLE bench_ddl_:n` (three autocommit transactions per script run), \
-         `pgbench -n -c 1 -t {ddl_scripts} -f ddl.sql`: a fixed count, so that every \
-         configuration creates and drops as many tables (the catalogs and the data directory \
-         grow with them and later runs are a little slower; the alternation spreads that \
-         evenly). pgbench's `latency average` is per script run, i.e. per three DDL \
-         statements; WAL is per script run too.\n\n\
-         | configuration | median | best | spread | runs, in order (ms) | server CPU per script run \
-         | WAL per script run |\n\
-         |---|---:|---:|---:|---|---:|---:|\n\
+         `pgbench -n -c 1 -t {ddl_scripts} -f ddl.sql`. Latency, CPU and WAL are per script run \
+         (three statements).\n\n\
+         | configuration | median latency | spread | latency / plain | median server CPU | \
+         server CPU / plain | WAL | runs, in order (ms) |\n\
+         |---|---:|---:|---|---:|---|---:|---|\n\
          {ddl_rows}\n\
-         - DDL latency capture / plain: **{lat_ratio:.3}** (of the medians: \
-         {lat_of_medians:.3}, best runs: {lat_best_ratio:.3}) \
-         (target <= {LATENCY_RATIO_TARGET:.2}: {lat_verdict}); {lat_noise}\n\
-         - DDL latency hook only / plain: **{hook_ratio:.3}** (of the medians: \
-         {hook_of_medians:.3}, best runs: {hook_best_ratio:.3}) \
-         ({hook_verdict} if the target is read as the hook alone); {hook_noise}\n\
-         - DDL latency triggers, no DDL publication / plain: **{triggers_ratio:.3}** (what \
-         the extension costs a database without DDL publications, whose event triggers it \
-         keeps disabled; {triggers_noise})\n\
-         - Server CPU per script run, capture / plain: **{cpu_ratio:.3}**, hook only / plain: \
-         **{cpu_hook_ratio:.3}** (medians of the per-round ratios; {cpu_noise})\n\n\
+         - Capture / plain: DDL latency {capture_lat_show} (target <= \
+         {LATENCY_RATIO_TARGET:.2}: {capture_lat_verdict}); server CPU {capture_cpu_show} \
+         ({capture_cpu_verdict}).\n\
+         - Extension, no DDL publication / plain: DDL latency {no_pub_lat_show} (target <= \
+         {NO_PUBLICATION_TARGET:.2}: {no_pub_lat_verdict}); server CPU {no_pub_cpu_show} \
+         ({no_pub_cpu_verdict}).\n\n\
          TPS: `pgbench -n -b tpcb-like -c {TPS_CLIENTS} -j {TPS_CLIENTS} -T {seconds}` (no DDL: \
          what the hook costs ordinary transactions, whose BEGIN and END pass through it).\n\n\
-         | configuration | median | best | spread | runs, in order (tps) | server CPU per \
-         transaction |\n\
-         |---|---:|---:|---:|---|---:|\n\
+         | configuration | median tps | spread | median server CPU per transaction | runs, in \
+         order (tps) |\n\
+         |---|---:|---:|---:|---|\n\
          {tps_rows}\n\
-         - TPS capture / plain: **{tps_ratio:.3}** (of the medians: {tps_of_medians:.3}, best \
-         runs: {tps_best_ratio:.3}) (target >= \
-         {TPS_RATIO_TARGET:.2}: {tps_verdict}); {tps_noise}\n\
-         - Server CPU per transaction, capture / plain: **{tps_cpu_ratio:.3}** (median of the \
-         per-round ratios; {tps_cpu_noise}; the TPS target read as CPU, <= {tps_cpu_target:.3}: \
-         {tps_cpu_verdict})\n\n\
+         - TPS capture / plain: {tps_show} (target >= {TPS_RATIO_TARGET:.2} or an interval \
+         that includes 1: {tps_verdict}); server CPU per transaction {tps_cpu_show}.\n\n\
          Spread is (slowest - fastest) / median over the runs of one configuration: the noise \
-         of this machine, against which a ratio has to be read. Server CPU is the CPU time of \
-         the cluster's processes during a run (the postmaster's, including what its exited \
-         children used, and that of every live process below it, from /proc) per pgbench \
-         transaction: unlike latency and TPS it does not depend on how the two CPUs were shared \
-         with pgbench itself.\n",
+         of this machine, which the rounds' pairing and the interval account for.\n",
         date = machine.date,
         machine_line = machine.line(),
         foreign = foreign_note(foreign),
         captured = captured.join(", "),
-        lat_verdict = verdict(lat_ratio <= LATENCY_RATIO_TARGET),
-        hook_verdict = verdict(hook_ratio <= LATENCY_RATIO_TARGET),
-        tps_verdict = verdict(tps_ratio >= TPS_RATIO_TARGET),
-        lat_noise = rounds_note(&per_round(&ddl[0], &ddl[3], latency), |r| {
-            r <= LATENCY_RATIO_TARGET
-        }),
-        hook_noise = rounds_note(&per_round(&ddl[0], &ddl[1], latency), |r| {
-            r <= LATENCY_RATIO_TARGET
-        }),
-        triggers_noise = rounds_note(&per_round(&ddl[0], &ddl[2], latency), |r| {
-            r <= LATENCY_RATIO_TARGET
-        }),
-        cpu_ratio = median(&cpu_ratios(&ddl[0], &ddl[3])),
-        cpu_hook_ratio = median(&cpu_ratios(&ddl[0], &ddl[1])),
-        cpu_noise = rounds_note(&cpu_ratios(&ddl[0], &ddl[3]), |r| r <= LATENCY_RATIO_TARGET),
-        tps_cpu_ratio = median(&cpu_ratios(&tps[0], &tps[1])),
-        tps_cpu_noise = rounds_note(&cpu_ratios(&tps[0], &tps[1]), |r| {
-            r <= 1.0 / TPS_RATIO_TARGET
-        }),
-        tps_cpu_target = 1.0 / TPS_RATIO_TARGET,
-        tps_cpu_verdict = verdict(median(&cpu_ratios(&tps[0], &tps[1])) <= 1.0 / TPS_RATIO_TARGET),
-        tps_noise = rounds_note(&per_round(&tps[0], &tps[1], rate), |r| {
-            r >= TPS_RATIO_TARGET
-        }),
+        plain = PLAIN.db,
+        no_pub = NO_DDL_PUBLICATION.db,
+        capture_db = CAPTURE.db,
+        capture_lat_show = capture_lat.show(),
+        capture_lat_verdict = capture_lat.at_most(LATENCY_RATIO_TARGET),
+        capture_cpu_show = capture_cpu.show(),
+        capture_cpu_verdict = capture_cpu.at_most(LATENCY_RATIO_TARGET),
+        no_pub_lat_show = no_pub_lat.show(),
+        no_pub_lat_verdict = no_pub_lat.at_most(NO_PUBLICATION_TARGET),
+        no_pub_cpu_show = no_pub_cpu.show(),
+        no_pub_cpu_verdict = no_pub_cpu.at_most(NO_PUBLICATION_TARGET),
+        tps_show = tps_ratio.show(),
+        tps_verdict = tps_ratio.at_least(TPS_RATIO_TARGET),
+        tps_cpu_show = tps_cpu.show(),
     )
 }
 
@@ -544,7 +534,7 @@ mod tests {
         let runs = [sample(1.0), sample(1.2), sample(1.1)];
         let latency = |s: &Sample| s.latency_ms;
         assert!((spread_of(&runs, latency) - 100.0 * 0.2 / 1.1).abs() < 1e-9);
-        assert_eq!(stats(&runs, latency, true), (1.1, 1.0));
+        assert_eq!(median_of(&runs, latency), 1.1);
         let slower = [sample(2.0), sample(3.0), sample(2.2)];
         assert_eq!(per_round(&runs, &slower, latency), [2.0, 2.5, 2.0]);
     }

@@ -90,7 +90,7 @@ const PROFILE: [(&str, &str); 12] = [
         "reading those rows",
     ),
     (
-        "ddl_capture::rules::PublicationRules::read",
+        "ddl_capture::rules::PublicationRules::current",
         "the publications' rules",
     ),
     (

@@ -284,9 +284,110 @@ fn rounds_note(ratios: &[f64], met: impl Fn(f64) -> bool) -> String {
     )
 }
 
+/// Student's t for a two-sided 95% interval, by degrees of freedom (1 to 30).
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// A ratio measured round by round, with its 95% confidence interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Interval {
+    /// The geometric mean of the per-round ratios.
+    estimate: f64,
+    low: f64,
+    high: f64,
+}
+
+impl Interval {
+    /// From per-round ratios (each round measures both configurations back to back, so a
+    /// drift of the machine cancels within a round): Student's t on their logarithms, which
+    /// makes `a / b` and `b / a` agree. `ratios` is not empty; one ratio gives no interval.
+    fn of(ratios: &[f64]) -> Interval {
+        let logs: Vec<f64> = ratios.iter().map(|r| r.ln()).collect();
+        let n = logs.len() as f64;
+        let mean = logs.iter().sum::<f64>() / n;
+        let half = if logs.len() < 2 {
+            0.0
+        } else {
+            let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            let t = T_975.get(logs.len() - 2).copied().unwrap_or(1.96);
+            t * (var / n).sqrt()
+        };
+        Interval {
+            estimate: mean.exp(),
+            low: (mean - half).exp(),
+            high: (mean + half).exp(),
+        }
+    }
+
+    /// `**1.043** (95% CI 1.021 to 1.066)`.
+    fn show(&self) -> String {
+        format!(
+            "**{:.3}** (95% CI {:.3} to {:.3})",
+            self.estimate, self.low, self.high
+        )
+    }
+
+    /// Whether the ratio is at most `target`: "met" when the whole interval is, "NOT met" when
+    /// the estimate is above it, and in between that it is met by the estimate only.
+    fn at_most(&self, target: f64) -> String {
+        if self.high <= target {
+            "met, the whole interval".into()
+        } else if self.estimate <= target {
+            format!("met by the estimate; the interval reaches {:.3}", self.high)
+        } else {
+            "NOT met".into()
+        }
+    }
+
+    /// Whether the ratio is at least `target`, or the interval includes 1 (no difference this
+    /// run can tell).
+    fn at_least(&self, target: f64) -> String {
+        if self.low >= target {
+            "met, the whole interval".into()
+        } else if self.low <= 1.0 && self.high >= 1.0 {
+            "met: the interval includes 1".into()
+        } else if self.estimate >= target {
+            format!("met by the estimate; the interval reaches {:.3}", self.low)
+        } else {
+            "NOT met".into()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_of_ratios() {
+        let same = Interval::of(&[1.1, 1.1, 1.1]);
+        assert!((same.estimate - 1.1).abs() < 1e-12 && (same.high - same.low).abs() < 1e-12);
+        let one = Interval::of(&[1.3]);
+        assert_eq!((one.low, one.high), (one.estimate, one.estimate));
+        // Two rounds, logs 0 and 2a (a = ln 1.1): mean a, standard error a, t(1) = 12.706.
+        let two = Interval::of(&[1.0, 1.21]);
+        let a = 1.1f64.ln();
+        assert!((two.estimate - 1.1).abs() < 1e-12);
+        assert!((two.high.ln() - 13.706 * a).abs() < 1e-9);
+        assert!((two.low * two.high - 1.21).abs() < 1e-9);
+        // The inverse ratios give the inverse interval.
+        let inverse = Interval::of(&[1.0, 1.0 / 1.21]);
+        assert!((inverse.high * two.low - 1.0).abs() < 1e-9);
+        assert!(two.at_most(1.10).starts_with("met by the estimate"));
+        assert_eq!(
+            Interval::of(&[1.05, 1.06, 1.04]).at_most(1.10),
+            "met, the whole interval"
+        );
+        assert_eq!(Interval::of(&[1.2, 1.3]).at_most(1.10), "NOT met");
+        assert_eq!(
+            Interval::of(&[0.98, 1.01, 0.99]).at_least(0.99),
+            "met: the interval includes 1"
+        );
+        assert_eq!(Interval::of(&[0.95, 0.96, 0.95]).at_least(0.99), "NOT met");
+    }
 
     #[test]
     fn pgbench_reports_are_read() {

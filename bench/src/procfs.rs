@@ -69,11 +69,13 @@ pub(super) struct Watch {
 const WATCH_EVERY: Duration = Duration::from_millis(500);
 
 impl Watch {
+    /// The postmasters are found again at every reading: a benchmark may restart a cluster.
     pub(super) fn start(pg: &[&Cluster]) -> Result<Watch> {
-        let mut roots = vec![std::process::id()];
         for pg in pg {
-            roots.push(postmaster_pid(pg)?);
+            postmaster_pid_in(pg.data_dir())?;
         }
+        let data_dirs: Vec<std::path::PathBuf> =
+            pg.iter().map(|pg| pg.data_dir().to_path_buf()).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -83,6 +85,8 @@ impl Watch {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(WATCH_EVERY);
                 let now = processes();
+                let mut roots = vec![std::process::id()];
+                roots.extend(data_dirs.iter().filter_map(|d| postmaster_pid_in(d).ok()));
                 let ours = descendants(&now, &roots);
                 for (pid, p) in &now {
                     if ours.contains(pid) || p.ppid == 2 || *pid == 2 {
@@ -139,7 +143,12 @@ pub(super) struct Foreign {
 
 /// The pid of a cluster's postmaster, from its postmaster.pid.
 fn postmaster_pid(pg: &Cluster) -> Result<u32> {
-    let pidfile = pg.data_dir().join("postmaster.pid");
+    postmaster_pid_in(pg.data_dir())
+}
+
+/// The pid of the postmaster of data directory `data`.
+fn postmaster_pid_in(data: &std::path::Path) -> Result<u32> {
+    let pidfile = data.join("postmaster.pid");
     let text = std::fs::read_to_string(&pidfile)
         .map_err(|e| format!("cannot read {}: {e}", pidfile.display()))?;
     text.lines()

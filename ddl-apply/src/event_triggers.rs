@@ -27,10 +27,13 @@ const CHANGES: &str = "
      ORDER BY e.evtname";
 
 /// `ddl_sync.refresh_event_triggers()`: sets the extension's event triggers to what its
-/// configuration tables ask for. Anyone may call it (it does nothing else); it runs as the
-/// owner of the extension's catalog, who owns the triggers.
+/// configuration tables ask for, and makes every backend read those tables again before its
+/// next capture (the capture caches them). Anyone may call it (it does nothing else); it runs
+/// as the owner of the extension's catalog, who owns the triggers.
 #[pg_extern(volatile, parallel_unsafe)]
 fn refresh_event_triggers() {
+    // SAFETY: a function called by SQL, inside its transaction.
+    unsafe { ddl_server::extension_tables::capture_config_changed() };
     let _owner = AsCatalogOwner::enter();
     ddl_server::guc::with_search_path("pg_catalog", || {
         let changes: Vec<String> = Spi::connect(|client| {

@@ -7,7 +7,8 @@ use std::ffi::CStr;
 
 /// Gives `each` every row of `ddl_sync.<table>`: the table (locked in `lockmode`), the row's
 /// tuple (valid until the next row) and the values of `columns`, in their order (`None` for
-/// NULL). Nothing when the extension is not installed.
+/// NULL). Nothing when the extension is not installed. Returns the table's OID (InvalidOid
+/// then).
 ///
 /// A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
 /// transaction PostgreSQL allows only these, which check for a concurrent abort.
@@ -20,19 +21,11 @@ pub unsafe fn scan(
     columns: &[&CStr],
     lockmode: u32,
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, &[Option<pg_sys::Datum>]),
-) {
-    // SAFETY: catalog lookups by name in the caller's transaction; with missing_ok, a
-    // database without the extension gives InvalidOid rather than an ERROR.
-    let relid = unsafe {
-        let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-        if nsp == pg_sys::InvalidOid {
-            pg_sys::InvalidOid
-        } else {
-            pg_sys::get_relname_relid(table.as_ptr(), nsp)
-        }
-    };
+) -> pg_sys::Oid {
+    // SAFETY: the caller's promise.
+    let relid = unsafe { ddl_server::extension_tables::relid(table) };
     if relid == pg_sys::InvalidOid {
-        return;
+        return relid;
     }
     let lockmode = lockmode as pg_sys::LOCKMODE;
     // SAFETY: the relation exists (just looked up) and stays open, with its descriptor, until
@@ -89,15 +82,17 @@ pub unsafe fn scan(
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, lockmode);
     }
+    relid
 }
 
-/// Whether `ddl_sync.<table>` has a row (false when the extension is not installed).
+/// The OID of `ddl_sync.<table>`, and whether it has a row (InvalidOid and false when the
+/// extension is not installed).
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
-pub unsafe fn has_rows(table: &CStr) -> bool {
+pub unsafe fn has_rows(table: &CStr) -> (pg_sys::Oid, bool) {
     let mut found = false;
     // SAFETY: the caller's promise; no column is read.
-    unsafe { scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true) };
-    found
+    let relid = unsafe { scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true) };
+    (relid, found)
 }

@@ -48,6 +48,16 @@ impl Row {
             .map_or(std::ptr::null_mut(), |d| d.cast_mut_ptr())
     }
 
+    /// Whether the `text` column `name` holds exactly `expected` (false when NULL): compared
+    /// as bytes, without a conversion (for ASCII values such as command tags).
+    pub fn text_is(&self, name: &CStr, expected: &str) -> bool {
+        self.datum(name).is_some_and(|d| {
+            // SAFETY: the column is of type text; the copy lives in the call's memory context.
+            unsafe { CStr::from_ptr(pg_sys::text_to_cstring(d.cast_mut_ptr())) }.to_bytes()
+                == expected.as_bytes()
+        })
+    }
+
     pub fn text(&self, name: &CStr) -> String {
         self.datum(name).map_or_else(String::new, |d| {
             // SAFETY: the column is of type text; the copy lives in the call's memory context.

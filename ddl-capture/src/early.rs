@@ -43,7 +43,7 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
         return false;
     }
     // SAFETY: in the statement's transaction.
-    let rules = unsafe { PublicationRules::read(None) };
+    let rules = unsafe { PublicationRules::current() };
     if rules.none_enabled() {
         return false;
     }

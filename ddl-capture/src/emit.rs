@@ -4,7 +4,7 @@ use crate::seal;
 use ddl_wire::{DdlRecord, RECORD_PREFIX};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
-use std::ffi::CString;
+use std::ffi::CStr;
 
 extern "C-unwind" {
     // replication/message.h; not in pgrx's pg_sys bindings.
@@ -15,6 +15,18 @@ extern "C-unwind" {
         transactional: bool,
     ) -> pg_sys::XLogRecPtr;
 }
+
+/// [`RECORD_PREFIX`], NUL-terminated.
+const PREFIX: &CStr = c"ddl_sync";
+const _: () = {
+    let (ours, wire) = (PREFIX.to_bytes(), RECORD_PREFIX.as_bytes());
+    assert!(ours.len() == wire.len());
+    let mut i = 0;
+    while i < ours.len() {
+        assert!(ours[i] == wire[i]);
+        i += 1;
+    }
+};
 
 /// Writes `record`, sealed (see [`seal`]), as a transactional `ddl_sync` message, followed by an
 /// empty one.
@@ -33,12 +45,11 @@ pub fn emit_record(record: &DdlRecord<'_>) {
 }
 
 fn log_message(payload: &[u8]) {
-    let prefix = CString::new(RECORD_PREFIX).expect("the prefix has no NUL byte");
     // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
     unsafe {
         pg_guard_ffi_boundary(|| {
             LogLogicalMessage(
-                prefix.as_ptr(),
+                PREFIX.as_ptr(),
                 payload.as_ptr().cast(),
                 payload.len(),
                 true,

@@ -8,9 +8,9 @@
 //! `set_config`s and a planned DELETE on every DROP of every table, about 5% of a DROP's time,
 //! to find nothing to delete almost always. Here the common case costs one comparison per row.
 
-use crate::catalog;
 use crate::rules::{self, PublicationRules, Row};
 use crate::statement::Dropped;
+use crate::{catalog, invalidation};
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 use std::cell::Cell;
@@ -33,13 +33,29 @@ pub fn refresh_event_triggers() {
 }
 
 /// Whether `ddl_sync.adapter` has rows that a drop could be about (those of
-/// `publication_sync` the caller has read already).
+/// `publication_sync` the caller has read already). Cached until the table changes.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
 pub unsafe fn anything_to_forget() -> bool {
+    thread_local! {
+        /// The answer, and the invalidation count it was found at.
+        static CACHED: Cell<Option<(u64, bool)>> = const { Cell::new(None) };
+    }
+    let generation = invalidation::generation();
+    if let Some((at, answer)) = CACHED.get() {
+        if at == generation {
+            return answer;
+        }
+    }
     // SAFETY: the caller's promise.
-    unsafe { catalog::has_rows(c"adapter") }
+    let (relid, answer) = unsafe { catalog::has_rows(c"adapter") };
+    if relid != pg_sys::InvalidOid {
+        // SAFETY: the caller's promise.
+        unsafe { invalidation::watch(relid) };
+        CACHED.set(Some((invalidation::generation(), answer)));
+    }
+    answer
 }
 
 /// Deletes the rows about `dropped` objects. `rules` are the rows of `publication_sync` the
@@ -71,11 +87,25 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
         .filter(|d| d.class_id == u32::from(pg_sys::ProcedureRelationId))
         .map(|d| d.object_id)
         .collect();
-    if functions.is_empty() {
-        return;
+    if !functions.is_empty() {
+        // SAFETY: the caller's promise.
+        unsafe { forget_adapters(&functions) };
     }
+    if DELETED.get() {
+        // The capture's caches of both tables (no trigger fired to say so).
+        // SAFETY: the caller's promise.
+        unsafe { ddl_server::extension_tables::capture_config_changed() };
+    }
+}
+
+/// Deletes the `ddl_sync.adapter` rows that use one of `functions`.
+///
+/// # Safety
+/// As [`forget`].
+unsafe fn forget_adapters(functions: &[u32]) {
     let columns = [c"execute_function", c"init_function", c"cleanup_function"];
-    // SAFETY: as above; the columns are of type `oid`, by value.
+    // SAFETY: the caller's promise; each tuple is the scan's current row of `rel`, which is open
+    // with RowExclusiveLock, as CatalogTupleDelete needs; the columns are of type `oid`.
     unsafe {
         catalog::scan(
             c"adapter",

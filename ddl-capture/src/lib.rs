@@ -28,6 +28,7 @@ mod early;
 mod emit;
 mod forget;
 mod hook;
+mod invalidation;
 mod partition_bound;
 mod plugin_allowed;
 mod publication;

@@ -9,14 +9,17 @@
 //! For each publication the most specific enabled row decides: object, then relation, then
 //! schema, then the publication row. No enabled row: the publication does not replicate DDL.
 
-use crate::catalog;
+use crate::{catalog, invalidation};
 use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use std::cell::RefCell;
 use std::ffi::CString;
+use std::rc::Rc;
 
 /// One row of `ddl_sync.publication_sync`.
+#[derive(Clone)]
 pub(crate) struct Row {
     /// The row's own `oid`, which names it in the statistics of what it filtered.
     pub oid: pg_sys::Oid,
@@ -76,24 +79,63 @@ pub unsafe fn publication_oids(names: &[CString]) -> Vec<pg_sys::Oid> {
 
 /// The DDL rules of some publications, as `publication_sync` holds them.
 pub struct PublicationRules {
-    rows: Vec<Row>,
+    rows: Rc<[Row]>,
     /// The publications asked about, in OID order.
     pubids: Vec<pg_sys::Oid>,
 }
 
 impl PublicationRules {
-    /// The rules of the publications `pubids`, or of every publication when `None`.
+    /// The rules of the publications `pubids`, for the output plugin.
     ///
     /// # Safety
     /// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
     /// historic snapshot set up).
-    pub unsafe fn read(pubids: Option<&[pg_sys::Oid]>) -> PublicationRules {
-        let rows = if pubids.is_some_and(|p| p.is_empty()) {
+    pub unsafe fn read(pubids: &[pg_sys::Oid]) -> PublicationRules {
+        let rows = if pubids.is_empty() {
             Vec::new()
         } else {
             // SAFETY: the caller's promise.
-            unsafe { read_rows(pubids) }
+            unsafe { read_rows(Some(pubids)) }.1
         };
+        PublicationRules::of(rows.into(), Some(pubids))
+    }
+
+    /// The rules of every publication, for the capture: read in the current snapshot once,
+    /// then kept until an invalidation says `publication_sync` changed (see `invalidation`).
+    /// A backend's capture reads the table once, not at every statement.
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction, with a current (not historic) snapshot.
+    pub unsafe fn current() -> PublicationRules {
+        thread_local! {
+            /// The rows, and the invalidation count they were read at.
+            static CACHED: RefCell<Option<(u64, Rc<[Row]>)>> = const { RefCell::new(None) };
+        }
+        let generation = invalidation::generation();
+        let cached = CACHED.with_borrow(|c| {
+            c.as_ref()
+                .filter(|(at, _)| *at == generation)
+                .map(|(_, rows)| rows.clone())
+        });
+        if let Some(rows) = cached {
+            return PublicationRules::of(rows, None);
+        }
+        // SAFETY: the caller's promise.
+        let (relid, rows) = unsafe { read_rows(None) };
+        let rows: Rc<[Row]> = rows.into();
+        // Without the extension there is no table to watch: read again next time (its
+        // CREATE EXTENSION sends no invalidation that would say so).
+        if relid != pg_sys::InvalidOid {
+            // SAFETY: in a backend.
+            unsafe { invalidation::watch(relid) };
+            // The count after the read: an invalidation processed while the table was being
+            // opened is in what was read.
+            CACHED.set(Some((invalidation::generation(), rows.clone())));
+        }
+        PublicationRules::of(rows, None)
+    }
+
+    fn of(rows: Rc<[Row]>, pubids: Option<&[pg_sys::Oid]>) -> PublicationRules {
         let mut pubids: Vec<pg_sys::Oid> = match pubids {
             Some(p) => p.to_vec(),
             None => rows.iter().map(|r| r.pubid).collect(),
@@ -212,33 +254,34 @@ pub enum Verdict {
     },
 }
 
-/// The rows of `publication_sync` for `pubids` (all when `None`); none when the extension is
-/// not installed.
+/// The OID of `publication_sync`, and its rows for `pubids` (all when `None`); InvalidOid and
+/// no row when the extension is not installed.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
-unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> Vec<Row> {
+unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> (pg_sys::Oid, Vec<Row>) {
     let mut rows = Vec::new();
     // SAFETY: the caller's promise.
-    unsafe {
+    let relid = unsafe {
         scan(pg_sys::AccessShareLock, |_, _, row| {
             if pubids.is_none_or(|p| p.contains(&row.pubid)) {
                 rows.push(row);
             }
         })
     };
-    rows
+    (relid, rows)
 }
 
 /// Gives `each` every row of `publication_sync` with the table (locked in `lockmode`) and the
 /// row's tuple (valid until the next row). Nothing when the extension is not installed.
+/// Returns the table's OID (InvalidOid then).
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
 pub(crate) unsafe fn scan(
     lockmode: u32,
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, Row),
-) {
+) -> pg_sys::Oid {
     let columns = [
         c"oid",
         c"pfsyncpubid",
@@ -272,5 +315,5 @@ pub(crate) unsafe fn scan(
     };
     // SAFETY: the caller's promise; the columns are of by-value types (`oid`, `"char"`,
     // `boolean`, `int4`) but for `pfsyncextra`, `text`, read as such above.
-    unsafe { catalog::scan(c"publication_sync", &columns, lockmode, read) };
+    unsafe { catalog::scan(c"publication_sync", &columns, lockmode, read) }
 }

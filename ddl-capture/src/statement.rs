@@ -19,6 +19,8 @@ pub struct Dropped {
     pub sub_id: i32,
     /// Dropped by the statement itself, not because it depended on what was.
     pub original: bool,
+    /// The names, of an original object only (the one a record names): empty for the others,
+    /// which the capture only compares by OID.
     pub schema: String,
     pub identity: String,
     pub object_type: String,

@@ -23,7 +23,9 @@ use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use std::cell::RefCell;
 use std::ffi::CStr;
+use std::rc::Rc;
 
 use ddl_server::function_info_v1;
 
@@ -44,7 +46,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
     unsafe { ddl_server::event_trigger::data(fcinfo) };
     // SAFETY: an event trigger runs inside its statement's transaction.
     let (rules, nothing_to_forget) = unsafe {
-        let rules = rules::PublicationRules::read(None);
+        let rules = rules::PublicationRules::current();
         let nothing = rules.is_empty() && !forget::anything_to_forget();
         (rules, nothing)
     };
@@ -129,7 +131,7 @@ unsafe fn capture(tag: &str) {
     // Most statements of a database without DDL publications stop here, having read one small
     // catalog: nothing below is free (the command collection computes every object's identity).
     // SAFETY: inside the statement's transaction.
-    let rules = unsafe { rules::PublicationRules::read(None) };
+    let rules = unsafe { rules::PublicationRules::current() };
     if rules.none_enabled() {
         return;
     }
@@ -329,7 +331,7 @@ fn target(tag: &str) -> Option<Target> {
         if own.is_some() {
             return;
         }
-        let is_own = row.text(c"command_tag") == tag;
+        let is_own = row.text_is(c"command_tag", tag);
         if !is_own && first.is_some() {
             return;
         }
@@ -398,14 +400,22 @@ fn partly_temporary_drop(permanent: &[&Dropped], cascade: bool) -> String {
 fn dropped_objects() -> Vec<Dropped> {
     let mut out = Vec::new();
     let each = |row: &collection::Row| {
+        let original = row.bool(c"original");
+        let text = |name| {
+            if original {
+                row.text(name)
+            } else {
+                String::new()
+            }
+        };
         out.push(Dropped {
             class_id: row.oid(c"classid"),
             object_id: row.oid(c"objid"),
             sub_id: row.int(c"objsubid"),
-            original: row.bool(c"original"),
-            schema: row.text(c"schema_name"),
-            identity: row.text(c"object_identity"),
-            object_type: row.text(c"object_type"),
+            original,
+            schema: text(c"schema_name"),
+            identity: text(c"object_identity"),
+            object_type: text(c"object_type"),
             temporary: row.bool(c"is_temporary"),
         });
     };
@@ -513,11 +523,10 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
     })
 }
 
-/// Who ran the statement, and how the session was set up.
 /// The settings that, like the search_path, change what a statement means: how its literals
 /// parse (dates, intervals, time zones, backslashes in strings) and what it creates by default.
 /// The subscriber sets them around the statement (ddl-apply's `replay/settings.rs` knows the
-/// same list).
+/// same list, and [`SessionKey`] the variables behind each).
 const MEANING_SETTINGS: [&std::ffi::CStr; 5] = [
     c"DateStyle",
     c"IntervalStyle",
@@ -526,6 +535,7 @@ const MEANING_SETTINGS: [&std::ffi::CStr; 5] = [
     c"default_table_access_method",
 ];
 
+/// Who ran the statement, and how the session was set up.
 struct Session {
     dialect: String,
     search_path: String,
@@ -536,9 +546,110 @@ struct Session {
     database: String,
 }
 
+/// What decides a [`Session`]'s content, read from the server's own variables (a few
+/// comparisons, where reading the settings by name and converting them costs more than the
+/// rest of a record): the session is read again when one of them, or a role's name
+/// (`invalidation`), changes. `TimeZone` is the zone itself: a respelling of the same zone
+/// ('utc' after 'UTC') keeps the first spelling, which means the same.
+struct SessionKey {
+    dialect: Vec<u8>,
+    search_path: Vec<u8>,
+    date_style: (i32, i32),
+    interval_style: i32,
+    standard_conforming_strings: bool,
+    default_table_access_method: Vec<u8>,
+    time_zone: usize,
+    roles: (pg_sys::Oid, pg_sys::Oid),
+    generation: u64,
+}
+
+/// The bytes of a server string variable (empty when unset).
+///
+/// # Safety
+/// `p` is null or a NUL-terminated string.
+unsafe fn bytes<'a>(p: *const std::ffi::c_char) -> &'a [u8] {
+    if p.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { CStr::from_ptr(p) }.to_bytes()
+    }
+}
+
+/// Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
+fn dialect_setting<'a>() -> &'a [u8] {
+    // SAFETY: a NUL-terminated name; missing_ok: NULL for a setting that is not defined. The
+    // value is valid until the next GetConfigOption: the caller copies or compares it first.
+    unsafe {
+        bytes(pg_sys::GetConfigOption(
+            c"babelfishpg_tsql.sql_dialect".as_ptr(),
+            true,
+            false,
+        ))
+    }
+}
+
+impl SessionKey {
+    /// Whether the session still has the content read at this key.
+    fn holds(&self) -> bool {
+        // SAFETY: the server's own setting variables, read in the backend that owns them;
+        // the two strings are set for every session.
+        unsafe {
+            self.generation == crate::invalidation::generation()
+                && self.date_style == (pg_sys::DateStyle, pg_sys::DateOrder)
+                && self.interval_style == pg_sys::IntervalStyle
+                && self.standard_conforming_strings == pg_sys::standard_conforming_strings
+                && self.time_zone == pg_sys::session_timezone as usize
+                && self.roles == (pg_sys::GetUserId(), pg_sys::GetSessionUserId())
+                && self.search_path == bytes(pg_sys::namespace_search_path)
+                && self.default_table_access_method == bytes(pg_sys::default_table_access_method)
+                && self.dialect == dialect_setting()
+        }
+    }
+
+    fn now() -> SessionKey {
+        // SAFETY: as in `holds`.
+        unsafe {
+            SessionKey {
+                dialect: dialect_setting().to_vec(),
+                search_path: bytes(pg_sys::namespace_search_path).to_vec(),
+                date_style: (pg_sys::DateStyle, pg_sys::DateOrder),
+                interval_style: pg_sys::IntervalStyle,
+                standard_conforming_strings: pg_sys::standard_conforming_strings,
+                default_table_access_method: bytes(pg_sys::default_table_access_method).to_vec(),
+                time_zone: pg_sys::session_timezone as usize,
+                roles: (pg_sys::GetUserId(), pg_sys::GetSessionUserId()),
+                generation: crate::invalidation::generation(),
+            }
+        }
+    }
+}
+
 impl Session {
+    /// The current session's, read again only when it changed (see [`SessionKey`]).
+    fn current() -> Rc<Session> {
+        thread_local! {
+            static CACHED: RefCell<Option<(SessionKey, Rc<Session>)>> =
+                const { RefCell::new(None) };
+        }
+        // SAFETY: in a backend; the role names cached below follow its role invalidations.
+        unsafe { crate::invalidation::register() };
+        let cached = CACHED.with_borrow(|c| {
+            c.as_ref()
+                .filter(|(key, _)| key.holds())
+                .map(|(_, session)| session.clone())
+        });
+        if let Some(session) = cached {
+            return session;
+        }
+        let key = SessionKey::now();
+        let session = Rc::new(Session::read());
+        CACHED.set(Some((key, session.clone())));
+        session
+    }
+
     /// Reads the settings and names of the current session, in a transaction.
-    fn current() -> Session {
+    fn read() -> Session {
         let text = |p: *const std::ffi::c_char| {
             if p.is_null() {
                 String::new()
@@ -549,11 +660,7 @@ impl Session {
             }
         };
         // A setting's value is valid until the next GetConfigOption; `text` copies it first.
-        // Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
-        // SAFETY: a NUL-terminated name; missing_ok: NULL for a setting that is not defined.
-        let dialect = text(unsafe {
-            pg_sys::GetConfigOption(c"babelfishpg_tsql.sql_dialect".as_ptr(), true, false)
-        });
+        let dialect = String::from_utf8_lossy(dialect_setting()).into_owned();
         // SAFETY: a built-in setting.
         let search_path =
             text(unsafe { pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false) });

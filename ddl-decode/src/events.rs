@@ -33,16 +33,8 @@ pub unsafe fn send(
     scratch: pg_sys::MemoryContext,
 ) -> bool {
     // Catalog lookups see the historic snapshot ReorderBufferProcessTXN installed.
-    // SAFETY: catalog lookups of NUL-terminated names (missing_ok), in the callback's
-    // transaction.
-    let relid = unsafe {
-        let nsp = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
-        if nsp == pg_sys::InvalidOid {
-            pg_sys::InvalidOid
-        } else {
-            pg_sys::get_relname_relid(c"events".as_ptr(), nsp)
-        }
-    };
+    // SAFETY: in the callback's transaction.
+    let relid = unsafe { ddl_server::extension_tables::relid(c"events") };
     if relid == pg_sys::InvalidOid {
         warning!(
             "ddl_pgoutput: ddl_sync.events does not exist at {}; DDL event not sent",

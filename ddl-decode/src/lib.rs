@@ -368,7 +368,7 @@ unsafe fn ddl_event(
         // SAFETY: in the decoding callback's transaction, under its historic snapshot.
         let rules = unsafe {
             let pubids = rules::publication_oids(&s.publications);
-            rules::PublicationRules::read(Some(&pubids))
+            rules::PublicationRules::read(&pubids)
         };
         let takers: Vec<pg_sys::Oid> = rules
             .verdicts(&record)

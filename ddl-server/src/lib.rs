@@ -6,6 +6,8 @@
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
 //! - [`event_trigger`]: event trigger functions called by symbol name;
+//! - [`extension_tables`]: the extension's tables found without SPI, and the invalidation that
+//!   says their capture configuration changed;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`shmem`]: shared memory of a preloaded library, its hooks registered once;
 //! - [`options`]: our options in a statement's `WITH (...)`, taken out before PostgreSQL reads them;
@@ -22,6 +24,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod event_trigger;
+pub mod extension_tables;
 pub mod guc;
 pub mod log;
 pub mod options;

@@ -317,6 +317,9 @@ impl<'a> DdlRecord<'a> {
     /// computes the real tag over [`DdlRecord::sealed_part`] and overwrites the last
     /// [`RECORD_TAG_LEN`] bytes).
     pub fn encode(&self, out: &mut Vec<u8>) {
+        // Version, flags, four u32 and three u64, then each string after its u32 length.
+        let fixed = 2 + 4 * 4 + 8 * 3 + RECORD_TAG_LEN;
+        out.reserve(fixed + self.strings().iter().map(|s| 4 + s.len()).sum::<usize>());
         out.push(RECORD_FORMAT_VERSION);
         out.push(self.flags.bits());
         out.extend_from_slice(&self.xid.to_be_bytes());

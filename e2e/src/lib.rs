@@ -134,6 +134,8 @@ pub struct Ddl {
     pub role: String,
     /// The session user.
     pub session_user: String,
+    /// The settings that change what the statement means, one `name=value` per line.
+    pub settings: String,
     /// The (sub)transaction that ran the statement.
     pub xid: u64,
     /// The LSN of the statement's message.
@@ -152,6 +154,7 @@ impl Ddl {
             search_path: e.search_path.into(),
             role: e.role.into(),
             session_user: e.session_user.into(),
+            settings: e.settings.into(),
             xid: e.xid,
             lsn: e.lsn,
         }

@@ -1,7 +1,7 @@
 //! DDL capture on a real publisher: which statements become DDL events, with what text, and
 //! where in the transaction stream they arrive.
 
-use ddl_e2e::{changes, ddl_publisher, ddl_sql, hex_messages, peek_hex, Change, Ddl};
+use ddl_e2e::{changes, ddl_publisher, ddl_sql, hex_messages, peek_hex, Change, Ddl, Session};
 use ddl_wire::{DdlRecord, Message, ProtocolContext, Streaming};
 
 fn setup(name: &str, ddl: &str) -> ddl_testkit::Cluster {
@@ -763,4 +763,65 @@ fn the_capture_fires_only_while_a_publication_takes_ddl() {
         on,
         "a publication without DDL changes nothing, one with DDL does"
     );
+}
+
+/// The capture keeps the publications' rules and the session's role names and settings between
+/// statements (ddl-capture's `invalidation`): what another session, or this one, changes
+/// afterwards is what the next statement's record follows.
+#[test]
+fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
+    let pg = ddl_publisher("capture-cached");
+    pg.psql(
+        "postgres",
+        "CREATE ROLE carol;
+         CREATE SCHEMA app;
+         GRANT USAGE, CREATE ON SCHEMA app TO carol;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'table');
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+    )
+    .unwrap();
+    let mut session = Session::open(&pg, "cached");
+    session.run("CREATE TABLE one (a int); CREATE VIEW v1 AS SELECT 1 AS x;");
+    // Another session widens the rules: the open one's next statement follows.
+    pg.psql("postgres", "ALTER PUBLICATION p SET (ddl = 'table, view')")
+        .unwrap();
+    session.run("CREATE VIEW v2 AS SELECT 2 AS x;");
+    session.run("SET ROLE carol; CREATE TABLE app.two (a int); RESET ROLE;");
+    // The same role (the same OID) under a new name.
+    pg.psql("postgres", "ALTER ROLE carol RENAME TO dave")
+        .unwrap();
+    session.run("SET ROLE dave; CREATE TABLE app.three (a int); RESET ROLE;");
+    session.run("SET DateStyle = 'German, DMY'; CREATE TABLE four (a int);");
+    // This session narrows them again, in a transaction that goes on with DDL.
+    session.run(
+        "BEGIN; ALTER PUBLICATION p SET (ddl = 'view'); CREATE TABLE five (a int);
+         CREATE VIEW v3 AS SELECT 3 AS x; COMMIT;",
+    );
+    drop(session);
+    let got = events(&pg, "s", "p");
+    let seen: Vec<(&str, &str)> = got
+        .iter()
+        .map(|e| (e.identity.as_str(), e.role.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("public.one", "postgres"),
+            ("public.v2", "postgres"),
+            ("app.two", "carol"),
+            ("app.three", "dave"),
+            ("public.four", "postgres"),
+            ("public.v3", "postgres"),
+        ]
+    );
+    let date_style = |e: &Ddl| {
+        e.settings
+            .lines()
+            .find_map(|l| l.strip_prefix("DateStyle="))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(date_style(&got[3]), "ISO, MDY");
+    assert_eq!(date_style(&got[4]), "German, DMY");
+    assert_eq!(date_style(&got[5]), "German, DMY");
 }
