@@ -25,17 +25,12 @@ pub unsafe fn tables(relations: &[u32]) -> String {
             continue;
         }
         seen.push(oid);
-        // SAFETY: the caller's promise: in a transaction; NULL for a relation that is gone.
-        let rel = unsafe { pg_sys::RelationIdGetRelation(pg_sys::Oid::from(oid)) };
-        if rel.is_null() {
-            continue; // dropped again by the same statement
-        }
-        // SAFETY: `rel` is open until the close below.
-        if let Some(definition) = unsafe { definition(rel) } {
-            out.push(definition);
-        }
-        // SAFETY: opened above, closed once.
-        unsafe { pg_sys::RelationClose(rel) };
+        // A relation that is gone was dropped again by the same statement.
+        // SAFETY: `rel` is open for the call, in the caller's transaction.
+        let made = ddl_server::relcache::with_relation(pg_sys::Oid::from(oid), |rel| unsafe {
+            definition(rel)
+        });
+        out.extend(made.flatten());
     }
     out.join("\n")
 }

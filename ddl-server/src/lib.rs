@@ -11,6 +11,7 @@
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`shmem`]: shared memory of a preloaded library, its hooks registered once;
 //! - [`options`]: our options in a statement's `WITH (...)`, taken out before PostgreSQL reads them;
+//! - [`relcache`]: a relation open for the length of a closure;
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
 //! - [`xact`]: PostgreSQL's transaction callbacks registered once, for every piece of backend
 //!   state that must not outlive its (sub)transaction;
@@ -28,6 +29,7 @@ pub mod extension_tables;
 pub mod guc;
 pub mod log;
 pub mod options;
+pub mod relcache;
 pub mod shmem;
 pub mod spi;
 pub mod subscription_rel;

@@ -25,6 +25,11 @@ extern "C-unwind" {
         sublsn: pg_sys::XLogRecPtr,
     );
     fn RemoveSubscriptionRel(subid: pg_sys::Oid, relid: pg_sys::Oid);
+    fn GetSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        sublsn: *mut pg_sys::XLogRecPtr,
+    ) -> std::ffi::c_char;
 }
 
 /// Whether this database has any subscription, from the catalog cache (a list of
@@ -32,8 +37,22 @@ extern "C-unwind" {
 /// inside every DDL statement (the strict guard, the peer tables' event trigger) costs next to
 /// nothing where there is none, e.g. on a publisher, and takes no lock.
 pub fn database_has_subscriptions() -> bool {
+    any_subscription(|_| true)
+}
+
+/// Whether this database has a subscription with `origin = none` (a peer's, see ddl-apply's
+/// `peers`), from the same catalog cache list: none before PostgreSQL 16, none in most
+/// databases; the peer tables' trigger stops there.
+pub fn database_has_peer_subscriptions() -> bool {
+    // SAFETY: a pg_subscription row of the catalog cache.
+    any_subscription(|tuple| unsafe { crate::versions::takes_only_local_origin(tuple) })
+}
+
+/// Whether `matches` holds for one of this database's pg_subscription rows.
+fn any_subscription(matches: impl Fn(pg_sys::HeapTuple) -> bool) -> bool {
     // SAFETY: a catcache list lookup by the first key of SUBSCRIPTIONNAME (subdbid, subname),
-    // in the current transaction; the list is released before returning.
+    // in the current transaction; each member's tuple is valid until the list is released,
+    // which happens before returning.
     unsafe {
         pg_guard_ffi_boundary(|| {
             let list = pg_sys::SearchSysCacheList(
@@ -43,7 +62,8 @@ pub fn database_has_subscriptions() -> bool {
                 pg_sys::Datum::from(0usize),
                 pg_sys::Datum::from(0usize),
             );
-            let found = (*list).n_members > 0;
+            let members = (*list).members.as_slice((*list).n_members as usize);
+            let found = members.iter().any(|&member| matches(&mut (*member).tuple));
             pg_sys::ReleaseCatCacheList(list);
             found
         })
@@ -72,6 +92,16 @@ pub fn set_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
             UpdateSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
         })
     }
+}
+
+/// Whether `relid` is in subscription `subid` (in any state), from the catalog cache.
+pub fn contains(subid: pg_sys::Oid, relid: pg_sys::Oid) -> bool {
+    let mut lsn: pg_sys::XLogRecPtr = 0;
+    // SAFETY: a catalog cache lookup in the current transaction; `lsn` outlives the call.
+    let state =
+        unsafe { pg_guard_ffi_boundary(|| GetSubscriptionRelState(subid, relid, &mut lsn)) };
+    // SUBREL_STATE_UNKNOWN ('\0'): no such row.
+    state != 0
 }
 
 /// Takes `relid` out of subscription `subid` (nothing when it is not in it).

@@ -257,3 +257,61 @@ pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "false";
 /// none`), as an SQL expression on `s` (the `pg_subscription` row): 16 added the option.
 #[cfg(not(feature = "pg15"))]
 pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "s.suborigin OPERATOR(pg_catalog.=) 'none'";
+
+/// The names of a qualified name in `s` (`schema.name`, quoted as PostgreSQL quotes
+/// identifiers), as a List of String nodes; ERRORs on invalid syntax, as `to_regclass` does.
+/// 16 added the soft-error context, which this passes as none.
+///
+/// # Safety
+/// `s` is a NUL-terminated string in the database encoding; in a backend.
+#[cfg(feature = "pg15")]
+pub unsafe fn qualified_name_list(s: *const std::ffi::c_char) -> *mut pg_sys::List {
+    // SAFETY: the caller's promise.
+    unsafe { pg_sys::stringToQualifiedNameList(s) }
+}
+/// The names of a qualified name in `s` (`schema.name`, quoted as PostgreSQL quotes
+/// identifiers), as a List of String nodes; ERRORs on invalid syntax, as `to_regclass` does.
+/// 16 added the soft-error context, which this passes as none.
+///
+/// # Safety
+/// `s` is a NUL-terminated string in the database encoding; in a backend.
+#[cfg(not(feature = "pg15"))]
+pub unsafe fn qualified_name_list(s: *const std::ffi::c_char) -> *mut pg_sys::List {
+    // SAFETY: the caller's promise; no soft-error context: errors are raised.
+    unsafe { pg_sys::stringToQualifiedNameList(s, std::ptr::null_mut()) }
+}
+
+/// Whether the `pg_subscription` row `tuple` (from the SUBSCRIPTIONNAME catalog cache) takes
+/// only the changes that originated on its publisher (`origin = none`): 16 added the option.
+///
+/// # Safety
+/// `tuple` is a catalog cache tuple of pg_subscription; in a transaction.
+#[cfg(feature = "pg15")]
+pub unsafe fn takes_only_local_origin(_tuple: pg_sys::HeapTuple) -> bool {
+    false
+}
+/// Whether the `pg_subscription` row `tuple` (from the SUBSCRIPTIONNAME catalog cache) takes
+/// only the changes that originated on its publisher (`origin = none`): 16 added the option.
+///
+/// # Safety
+/// `tuple` is a catalog cache tuple of pg_subscription; in a transaction.
+#[cfg(not(feature = "pg15"))]
+pub unsafe fn takes_only_local_origin(tuple: pg_sys::HeapTuple) -> bool {
+    // SAFETY: the caller's promise; the column is a text (detoasted by text_to_cstring), and
+    // its number is looked up by name (pgrx has no constant for it).
+    unsafe {
+        // SubscriptionRelationId (catalog/pg_subscription.h), which pgrx does not bind.
+        let pg_subscription = pg_sys::Oid::from(6100u32);
+        let attnum = pg_sys::get_attnum(pg_subscription, c"suborigin".as_ptr());
+        let mut isnull = false;
+        let origin = pg_sys::SysCacheGetAttr(
+            pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME as std::ffi::c_int,
+            tuple,
+            attnum,
+            &mut isnull,
+        );
+        !isnull
+            && std::ffi::CStr::from_ptr(pg_sys::text_to_cstring(origin.cast_mut_ptr())).to_bytes()
+                == b"none"
+    }
+}

@@ -40,7 +40,7 @@
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
-//! the server can read (HMAC-SHA256, see `ddl-capture`), and the record's xid binds it to the
+//! the server can read (keyed BLAKE3, see `ddl-capture`), and the record's xid binds it to the
 //! transaction that carries it. This crate only frames the tag: computing and checking it
 //! needs the key, which never leaves the server. Version 1 records (no tag) are refused.
 //!

@@ -112,16 +112,17 @@ impl Subscription {
     /// nothing to copy, and every later row for it must be applied (without this, rows arrive
     /// only after a REFRESH PUBLICATION and the ones before it are lost). A table whose rows
     /// cannot be applied here stays out; the note for the row says why.
+    ///
+    /// Every replayed CREATE TABLE comes here, so it asks the catalog caches, not SPI.
     pub fn register_ready(&self, identity: &str) -> Option<String> {
-        let relid = Spi::get_one_with_args::<pg_sys::Oid>(
-            "SELECT c.oid FROM pg_catalog.pg_class c
-              WHERE c.oid = pg_catalog.to_regclass($1) AND c.relkind IN ('r', 'p')
-                AND NOT EXISTS (SELECT FROM pg_catalog.pg_subscription_rel r
-                                 WHERE r.srsubid = $2 AND r.srrelid = c.oid)",
-            &[identity.into(), self.oid.into()],
-        )
-        .ok()
-        .flatten()?;
+        let relid = relation_named(identity)?;
+        // SAFETY: a syscache lookup ('\0' for a relation that is gone).
+        let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
+        let is_table =
+            relkind == pg_sys::RELKIND_RELATION || relkind == pg_sys::RELKIND_PARTITIONED_TABLE;
+        if !is_table || subscription_rel::contains(self.oid, relid) {
+            return None;
+        }
         if let Some(columns) = uncarriable_columns(relid) {
             return Some(not_applied_note(identity, &columns));
         }
@@ -132,45 +133,116 @@ impl Subscription {
     /// After a replayed ALTER TABLE changed table `relid`: when the table now has a column
     /// whose values cannot be applied here, takes it out of the subscription, and says so.
     pub fn recheck_columns(&self, relid: pg_sys::Oid) -> Option<String> {
-        let name = Spi::get_one_with_args::<String>(
-            "SELECT r.srrelid::pg_catalog.regclass::text FROM pg_catalog.pg_subscription_rel r
-              WHERE r.srsubid = $1 AND r.srrelid = $2",
-            &[self.oid.into(), relid.into()],
-        )
-        .ok()
-        .flatten()?;
+        // The columns first: almost always there is none, and the lookup is the cheaper one.
         let columns = uncarriable_columns(relid)?;
+        if !subscription_rel::contains(self.oid, relid) {
+            return None;
+        }
+        // SAFETY: catalog cache lookups of an existing relation: its name as `::regclass::text`
+        // gives it (schema-qualified when the search_path does not find it), a new string.
+        let name = unsafe {
+            let relname = pg_sys::get_rel_name(relid);
+            let quoted = if pg_sys::RelationIsVisible(relid) {
+                pg_sys::quote_identifier(relname)
+            } else {
+                let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+                pg_sys::quote_qualified_identifier(schema, relname)
+            };
+            ddl_server::text::utf8_ptr(quoted)
+        };
         subscription_rel::remove(self.oid, relid);
         Some(not_applied_note(&name, &columns))
     }
 }
 
-/// Types whose every value the subscriber refuses (their input and receive functions raise
+/// The relation `identity` (a qualified name as PostgreSQL quotes it) names, looked up as
+/// `to_regclass` does (no lock, missing_ok); `None` when there is none.
+fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
+    let name = std::ffi::CString::new(identity).ok()?;
+    // SAFETY: the name (UTF-8, from the record) in the database encoding, NUL-terminated by the
+    // conversion or by `name` itself; a RangeVar of its parts, resolved without a lock.
+    let relid = unsafe {
+        let (converted, _) = ddl_server::text::in_server_encoding(identity);
+        // Unconverted, the result is `identity` itself, which has no NUL: `name` is it with one.
+        let server = if converted.cast::<u8>() == identity.as_ptr() {
+            name.as_ptr()
+        } else {
+            converted
+        };
+        let names = ddl_server::versions::qualified_name_list(server);
+        pg_sys::RangeVarGetRelidExtended(
+            pg_sys::makeRangeVarFromNameList(names),
+            pg_sys::NoLock as pg_sys::LOCKMODE,
+            pg_sys::RVROption::RVR_MISSING_OK,
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    (relid != pg_sys::InvalidOid).then_some(relid)
+}
+
+/// The input functions of the types whose every value the subscriber refuses (they raise
 /// `cannot accept a value of type ...`): PostgreSQL's internal trees and statistics. A row of a
 /// table with such a column would stop the apply worker on every retry; the table is kept out
 /// of the subscription instead, where the apply worker skips its rows.
-const UNCARRIABLE_INPUT: &str = "'{pg_catalog.pg_node_tree_in, pg_catalog.pg_ndistinct_in,
-    pg_catalog.pg_dependencies_in, pg_catalog.pg_mcv_list_in,
-    pg_catalog.brin_bloom_summary_in, pg_catalog.brin_minmax_multi_summary_in}'::pg_catalog.regproc[]";
+const UNCARRIABLE_INPUT: [u32; 6] = [
+    pg_sys::F_PG_NODE_TREE_IN,
+    pg_sys::F_PG_NDISTINCT_IN,
+    pg_sys::F_PG_DEPENDENCIES_IN,
+    pg_sys::F_PG_MCV_LIST_IN,
+    pg_sys::F_BRIN_BLOOM_SUMMARY_IN,
+    pg_sys::F_BRIN_MINMAX_MULTI_SUMMARY_IN,
+];
 
-/// The columns of `relid` of an [`UNCARRIABLE_INPUT`] type (or an array or domain of one), as
-/// `name type, ...`; `None` when there are none.
+/// The columns of `relid` of an [`UNCARRIABLE_INPUT`] type (or of an array or domain of one),
+/// as `name type, ...`; `None` when there are none or no such relation. From the relcache and
+/// the type cache: every replayed CREATE and ALTER TABLE asks (a catalog query planned each
+/// time cost more than the statement itself).
 fn uncarriable_columns(relid: pg_sys::Oid) -> Option<String> {
-    Spi::get_one_with_args::<String>(
-        &format!(
-            "SELECT pg_catalog.string_agg(pg_catalog.format('%I %s', a.attname,
-                        pg_catalog.format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
-               FROM pg_catalog.pg_attribute a
-               JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-               LEFT JOIN pg_catalog.pg_type e ON e.typarray = t.oid
-               LEFT JOIN pg_catalog.pg_type b ON b.oid = t.typbasetype
-              WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
-                AND COALESCE(e.typinput, b.typinput, t.typinput) = ANY ({UNCARRIABLE_INPUT})"
-        ),
-        &[relid.into()],
-    )
-    .ok()
-    .flatten()
+    let found = ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation's descriptor.
+        let attrs = unsafe { ddl_server::versions::attributes((*rel).rd_att) };
+        attrs
+            .iter()
+            .filter(|a| !a.attisdropped && uncarriable(a.atttypid))
+            .map(|a| {
+                // SAFETY: a NameData is NUL-terminated; format_type_with_typemod returns a new
+                // string (the column's type as `format_type` shows it).
+                unsafe {
+                    format!(
+                        "{} {}",
+                        ddl_server::text::utf8_ptr(pg_sys::quote_identifier(
+                            a.attname.data.as_ptr()
+                        )),
+                        ddl_server::text::utf8_ptr(pg_sys::format_type_with_typemod(
+                            a.atttypid,
+                            a.atttypmod
+                        ))
+                    )
+                }
+            })
+            .collect::<Vec<String>>()
+    })?;
+    (!found.is_empty()).then(|| found.join(", "))
+}
+
+/// Whether values of type `type_id` (a domain's base type, an array's element type) come in
+/// through one of the [`UNCARRIABLE_INPUT`] functions.
+fn uncarriable(type_id: pg_sys::Oid) -> bool {
+    // SAFETY: type cache lookups of an existing column's type, in the current transaction.
+    let input = unsafe {
+        let base = pg_sys::getBaseType(type_id);
+        let element = pg_sys::get_element_type(base);
+        let scalar = if element == pg_sys::InvalidOid {
+            base
+        } else {
+            element
+        };
+        let (mut input, mut ioparam) = (pg_sys::InvalidOid, pg_sys::InvalidOid);
+        pg_sys::getTypeInputInfo(scalar, &mut input, &mut ioparam);
+        input
+    };
+    UNCARRIABLE_INPUT.contains(&u32::from(input))
 }
 
 fn not_applied_note(identity: &str, columns: &str) -> String {

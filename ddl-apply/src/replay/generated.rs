@@ -47,6 +47,18 @@ pub fn take_published_values(relid: pg_sys::Oid, subscription: &Subscription) ->
 /// The stored generated columns of `relid` whose `pg_attribute` row this transaction wrote
 /// (made, or changed by the statement), when the table is in a subscription.
 fn written_generated_columns(relid: pg_sys::Oid) -> Vec<String> {
+    // Most tables have none: the relcache says so without a query (every replayed CREATE and
+    // ALTER TABLE asks).
+    let has_generated = ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation's descriptor and its constraints (NULL when none).
+        unsafe {
+            let constr = (*(*rel).rd_att).constr;
+            !constr.is_null() && (*constr).has_generated_stored
+        }
+    });
+    if has_generated != Some(true) {
+        return Vec::new();
+    }
     // SAFETY: the apply transaction's xid; the replayed statement wrote catalogs, so it has one.
     let top = unsafe { pg_sys::GetTopTransactionId() };
     let top = u32::from(top).to_string();

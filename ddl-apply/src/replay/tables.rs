@@ -84,17 +84,20 @@ fn make(
     subscription: &Subscription,
 ) -> Option<String> {
     let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
-    let existing = Spi::get_two_with_args::<pg_sys::Oid, bool>(
-        "SELECT c.oid, c.relkind IN ('r', 'p') FROM pg_catalog.pg_class c
-           JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-          WHERE n.nspname = $1 AND c.relname = $2",
-        &[
-            definition.schema.as_str().into(),
-            definition.name.as_str().into(),
-        ],
-    )
-    .ok()
-    .and_then(|(relid, is_table)| Some((relid?, is_table?)));
+    let existing = namespace_oid(&definition.schema)
+        .and_then(|nsp| {
+            let name = server_name(&definition.name)?;
+            // SAFETY: a syscache lookup of a NUL-terminated name in an existing schema.
+            let relid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), nsp) };
+            (relid != pg_sys::InvalidOid).then_some(relid)
+        })
+        .map(|relid| {
+            // SAFETY: a syscache lookup of the relation just found.
+            let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
+            let is_table =
+                relkind == pg_sys::RELKIND_RELATION || relkind == pg_sys::RELKIND_PARTITIONED_TABLE;
+            (relid, is_table)
+        });
     let mut note = match existing {
         None => create(definition, &table, owner),
         Some((relid, true)) => {
@@ -127,13 +130,7 @@ fn make(
 /// `CREATE TABLE` of the definition (and its schema, when this node lacks it), both owned by
 /// `owner` (else by the subscription owner).
 fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
-    let schema_missing = !Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)",
-        &[definition.schema.as_str().into()],
-    )
-    .ok()
-    .flatten()
-    .unwrap_or(false);
+    let schema_missing = namespace_oid(&definition.schema).is_none();
     let mut items: Vec<String> = definition
         .columns
         .iter()
@@ -195,20 +192,16 @@ fn add_columns(
     owner: Option<&str>,
     subscription: &Subscription,
 ) -> Option<String> {
-    let existing: Vec<String> = Spi::connect(|client| {
-        client
-            .select(
-                "SELECT a.attname::text FROM pg_catalog.pg_attribute a
-                  WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped",
-                None,
-                &[relid.into()],
-            )
-            .map(|rows| {
-                rows.filter_map(|row| row.get::<String>(1).ok().flatten())
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
+    let existing = ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation's descriptor.
+        unsafe { ddl_server::versions::attributes((*rel).rd_att) }
+            .iter()
+            .filter(|a| !a.attisdropped)
+            // SAFETY: a NameData is NUL-terminated.
+            .map(|a| unsafe { ddl_server::text::utf8_ptr(a.attname.data.as_ptr()) })
+            .collect::<Vec<String>>()
+    })
+    .unwrap_or_default();
     let missing: Vec<&Column> = definition
         .columns
         .iter()
@@ -250,13 +243,15 @@ fn add_key(
     if definition.key.is_empty() {
         return None;
     }
-    let has_key = Spi::get_one_with_args::<bool>(
-        "SELECT EXISTS (SELECT FROM pg_catalog.pg_index i
-                         WHERE i.indrelid = $1 AND (i.indisprimary OR i.indisreplident))",
-        &[relid.into()],
-    )
-    .ok()
-    .flatten()
+    // A primary key, or an index marked as the replica identity (which REPLICA IDENTITY USING
+    // INDEX makes the relcache's replica identity index).
+    let has_key = ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation; RelationGetIndexList fills rd_pkindex and rd_replidindex.
+        unsafe {
+            pg_sys::list_free(pg_sys::RelationGetIndexList(rel));
+            (*rel).rd_pkindex != pg_sys::InvalidOid || (*rel).rd_replidindex != pg_sys::InvalidOid
+        }
+    })
     .unwrap_or(true);
     if has_key {
         return None;
@@ -318,6 +313,25 @@ fn may_alter(
             relowner.unwrap_or_default()
         )),
     }
+}
+
+/// The OID of schema `name` (UTF-8), `None` when there is none.
+fn namespace_oid(name: &str) -> Option<pg_sys::Oid> {
+    let name = server_name(name)?;
+    // SAFETY: a syscache lookup of a NUL-terminated name, missing_ok.
+    let nsp = unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) };
+    (nsp != pg_sys::InvalidOid).then_some(nsp)
+}
+
+/// `name` (UTF-8, from a record) in the database encoding, NUL-terminated; `None` when it holds
+/// a NUL (no catalog name does).
+fn server_name(name: &str) -> Option<CString> {
+    // SAFETY: in a transaction; the result is `len` bytes, copied at once.
+    let bytes = unsafe {
+        let (converted, len) = ddl_server::text::in_server_encoding(name);
+        std::slice::from_raw_parts(converted.cast::<u8>(), len).to_vec()
+    };
+    CString::new(bytes).ok()
 }
 
 /// Runs statements built here from checked names and resolved types: nothing in them depends on

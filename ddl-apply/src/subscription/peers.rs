@@ -61,7 +61,7 @@ pub unsafe extern "C-unwind" fn ddl_sync_register_peer_tables(
     // SAFETY: a backend global, true while an extension script runs; an extension's tables
     // are the extension's business on each node.
     if !unsafe { pg_sys::creating_extension }
-        && ddl_server::subscription_rel::database_has_subscriptions()
+        && ddl_server::subscription_rel::database_has_peer_subscriptions()
     {
         register_new_tables();
     }
