@@ -84,15 +84,3 @@ pub unsafe fn scan(
     }
     relid
 }
-
-/// The OID of `ddl_sync.<table>`, and whether it has a row (InvalidOid and false when the
-/// extension is not installed).
-///
-/// # Safety
-/// Runs in a backend inside a transaction.
-pub unsafe fn has_rows(table: &CStr) -> (pg_sys::Oid, bool) {
-    let mut found = false;
-    // SAFETY: the caller's promise; no column is read.
-    let relid = unsafe { scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true) };
-    (relid, found)
-}

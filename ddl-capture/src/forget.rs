@@ -49,7 +49,7 @@ pub unsafe fn anything_to_forget() -> bool {
         }
     }
     // SAFETY: the caller's promise.
-    let (relid, answer) = unsafe { catalog::has_rows(c"adapter") };
+    let (relid, answer) = unsafe { ddl_server::extension_tables::has_rows(c"adapter") };
     if relid != pg_sys::InvalidOid {
         // SAFETY: the caller's promise.
         unsafe { invalidation::watch(relid) };

@@ -25,6 +25,8 @@ extern "C-unwind" {
         sublsn: pg_sys::XLogRecPtr,
     );
     fn RemoveSubscriptionRel(subid: pg_sys::Oid, relid: pg_sys::Oid);
+    // catalog/pg_subscription.h (15), utils/lsyscache.h (18)
+    fn get_subscription_name(subid: pg_sys::Oid, missing_ok: bool) -> *mut std::ffi::c_char;
     fn GetSubscriptionRelState(
         subid: pg_sys::Oid,
         relid: pg_sys::Oid,
@@ -91,6 +93,16 @@ pub fn set_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
         pg_guard_ffi_boundary(|| {
             UpdateSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
         })
+    }
+}
+
+/// The name of subscription `subid` (UTF-8), from the catalog cache; `None` when there is none.
+pub fn subscription_name(subid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: a syscache lookup (missing_ok: NULL for no such subscription); the result is a
+    // new NUL-terminated name.
+    unsafe {
+        let name = pg_guard_ffi_boundary(|| get_subscription_name(subid, true));
+        (!name.is_null()).then(|| crate::text::utf8_ptr(name))
     }
 }
 

@@ -56,11 +56,7 @@ impl Subscription {
     /// worker names `pg_<subscription oid>`.
     pub fn of_this_worker() -> Option<Subscription> {
         let oid = applying_subscription()?;
-        let name = Spi::get_one_with_args::<String>(
-            "SELECT subname::text FROM pg_catalog.pg_subscription WHERE oid = $1",
-            &[oid.into()],
-        )
-        .ok()??;
+        let name = ddl_server::subscription_rel::subscription_name(oid)?;
         Some(Subscription { oid, name })
     }
 
@@ -157,7 +153,7 @@ impl Subscription {
 
 /// The relation `identity` (a qualified name as PostgreSQL quotes it) names, looked up as
 /// `to_regclass` does (no lock, missing_ok); `None` when there is none.
-fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
+pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
     let name = std::ffi::CString::new(identity).ok()?;
     // SAFETY: the name (UTF-8, from the record) in the database encoding, NUL-terminated by the
     // conversion or by `name` itself; a RangeVar of its parts, resolved without a lock.

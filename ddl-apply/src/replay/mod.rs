@@ -376,12 +376,7 @@ fn decide_and_run(
         }
         verdict.add_notes(note);
         let table = if checked.creates_table() {
-            Spi::get_one_with_args::<pg_sys::Oid>(
-                "SELECT pg_catalog.to_regclass($1)::pg_catalog.oid",
-                &[event.object_identity.into()],
-            )
-            .ok()
-            .flatten()
+            applying::relation_named(event.object_identity)
         } else {
             checked.altered
         };
