@@ -10,11 +10,11 @@
 //! schema, then the publication row. No enabled row: the publication does not replicate DDL.
 
 use crate::{catalog, invalidation};
-use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSetBuilder};
+use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSet, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::ffi::CString;
 use std::rc::Rc;
 
@@ -33,6 +33,9 @@ pub(crate) struct Row {
     pub enabled: bool,
     pub ddl: i32,
     pub extra: Option<String>,
+    /// The row's kinds and rules, built once (regexes compiled) for as long as the row is
+    /// kept: the capture keeps its rows between statements.
+    built: OnceCell<Result<RuleSet, String>>,
 }
 
 impl Row {
@@ -217,12 +220,15 @@ impl PublicationRules {
             };
         };
         let filtered = |rule| Verdict::Filtered { row: row.oid, rule };
-        let mut builder = RuleSetBuilder::new();
-        builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
-        if let Some(extra) = &row.extra {
-            builder.text(extra);
-        }
-        match builder.build().map(|rules| rules.decide(candidate)) {
+        let built = row.built.get_or_init(|| {
+            let mut builder = RuleSetBuilder::new();
+            builder.kinds(DdlKinds::from_bits_truncate(row.ddl));
+            if let Some(extra) = &row.extra {
+                builder.text(extra);
+            }
+            builder.build().map_err(|e| e.to_string())
+        });
+        match built.as_ref().map(|rules| rules.decide(candidate)) {
             Ok(decision) if decision.replicate() => Verdict::Takes,
             Ok(Decision::Matched { rule, .. }) => filtered(Some(rule)),
             Ok(_) => filtered(None),
@@ -310,6 +316,7 @@ pub(crate) unsafe fn scan(
                 // text_to_cstring copies it (detoasted) into a server string.
                 unsafe { ddl_server::text::utf8_ptr(pg_sys::text_to_cstring(d.cast_mut_ptr())) }
             }),
+            built: OnceCell::new(),
         };
         each(rel, tuple, row);
     };
