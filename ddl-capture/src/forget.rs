@@ -8,9 +8,9 @@
 //! `set_config`s and a planned DELETE on every DROP of every table, about 5% of a DROP's time,
 //! to find nothing to delete almost always. Here the common case costs one comparison per row.
 
+use crate::invalidation;
 use crate::rules::{self, PublicationRules, Row};
 use crate::statement::Dropped;
-use crate::{catalog, invalidation};
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 use std::cell::Cell;
@@ -39,23 +39,11 @@ pub fn refresh_event_triggers() {
 /// Runs in a backend inside a transaction.
 pub unsafe fn anything_to_forget() -> bool {
     thread_local! {
-        /// The answer, and the invalidation count it was found at.
-        static CACHED: Cell<Option<(u64, bool)>> = const { Cell::new(None) };
-    }
-    let generation = invalidation::generation();
-    if let Some((at, answer)) = CACHED.get() {
-        if at == generation {
-            return answer;
-        }
+        static CACHED: invalidation::Cached<bool> = const { invalidation::Cached::new() };
     }
     // SAFETY: the caller's promise.
-    let (relid, answer) = unsafe { ddl_server::extension_tables::has_rows(c"adapter") };
-    if relid != pg_sys::InvalidOid {
-        // SAFETY: the caller's promise.
-        unsafe { invalidation::watch(relid) };
-        CACHED.set(Some((invalidation::generation(), answer)));
-    }
-    answer
+    CACHED
+        .with(|cached| unsafe { cached.get(|| ddl_server::extension_tables::has_rows(c"adapter")) })
 }
 
 /// Deletes the rows about `dropped` objects. `rules` are the rows of `publication_sync` the
@@ -107,7 +95,7 @@ unsafe fn forget_adapters(functions: &[u32]) {
     // SAFETY: the caller's promise; each tuple is the scan's current row of `rel`, which is open
     // with RowExclusiveLock, as CatalogTupleDelete needs; the columns are of type `oid`.
     unsafe {
-        catalog::scan(
+        ddl_server::extension_tables::scan(
             c"adapter",
             &columns,
             pg_sys::RowExclusiveLock,

@@ -33,11 +33,44 @@ pub fn generation() -> u64 {
     GENERATION.get()
 }
 
+/// A value read from one of the extension's tables, kept until an invalidation of that table
+/// (or a role's, or a cache reset).
+pub struct Cached<T>(RefCell<Option<(u64, T)>>);
+
+impl<T: Clone> Cached<T> {
+    pub const fn new() -> Cached<T> {
+        Cached(RefCell::new(None))
+    }
+
+    /// The kept value, else `read`'s, which returns the table's OID with it: kept when the
+    /// table exists (without the extension there is nothing to watch, and its CREATE EXTENSION
+    /// sends no invalidation that would say so).
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction.
+    pub unsafe fn get(&self, read: impl FnOnce() -> (pg_sys::Oid, T)) -> T {
+        if let Some((at, value)) = &*self.0.borrow() {
+            if *at == generation() {
+                return value.clone();
+            }
+        }
+        let (relid, value) = read();
+        if relid != pg_sys::InvalidOid {
+            // SAFETY: the caller's promise.
+            unsafe { watch(relid) };
+            // The count after the read: an invalidation processed while the table was being
+            // opened is in what was read.
+            *self.0.borrow_mut() = Some((generation(), value.clone()));
+        }
+        value
+    }
+}
+
 /// From now on, an invalidation of relation `relid` bumps the count.
 ///
 /// # Safety
 /// Runs in a backend.
-pub unsafe fn watch(relid: pg_sys::Oid) {
+unsafe fn watch(relid: pg_sys::Oid) {
     // SAFETY: the caller's promise.
     unsafe { register() };
     WATCHED.with_borrow_mut(|w| {

@@ -21,7 +21,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod catalog;
 mod collection;
 mod definition;
 mod early;

@@ -9,12 +9,12 @@
 //! For each publication the most specific enabled row decides: object, then relation, then
 //! schema, then the publication row. No enabled row: the publication does not replicate DDL.
 
-use crate::{catalog, invalidation};
+use crate::invalidation;
 use ddl_filter::{DdlCandidate, DdlKinds, Decision, RuleSet, RuleSetBuilder};
 use ddl_wire::DdlRecord;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 use std::ffi::CString;
 use std::rc::Rc;
 
@@ -111,30 +111,15 @@ impl PublicationRules {
     /// Runs in a backend inside a transaction, with a current (not historic) snapshot.
     pub unsafe fn current() -> PublicationRules {
         thread_local! {
-            /// The rows, and the invalidation count they were read at.
-            static CACHED: RefCell<Option<(u64, Rc<[Row]>)>> = const { RefCell::new(None) };
-        }
-        let generation = invalidation::generation();
-        let cached = CACHED.with_borrow(|c| {
-            c.as_ref()
-                .filter(|(at, _)| *at == generation)
-                .map(|(_, rows)| rows.clone())
-        });
-        if let Some(rows) = cached {
-            return PublicationRules::of(rows, None);
+            static CACHED: invalidation::Cached<Rc<[Row]>> = const { invalidation::Cached::new() };
         }
         // SAFETY: the caller's promise.
-        let (relid, rows) = unsafe { read_rows(None) };
-        let rows: Rc<[Row]> = rows.into();
-        // Without the extension there is no table to watch: read again next time (its
-        // CREATE EXTENSION sends no invalidation that would say so).
-        if relid != pg_sys::InvalidOid {
-            // SAFETY: in a backend.
-            unsafe { invalidation::watch(relid) };
-            // The count after the read: an invalidation processed while the table was being
-            // opened is in what was read.
-            CACHED.set(Some((invalidation::generation(), rows.clone())));
-        }
+        let rows = CACHED.with(|cached| unsafe {
+            cached.get(|| {
+                let (relid, rows) = read_rows(None);
+                (relid, rows.into())
+            })
+        });
         PublicationRules::of(rows, None)
     }
 
@@ -322,5 +307,5 @@ pub(crate) unsafe fn scan(
     };
     // SAFETY: the caller's promise; the columns are of by-value types (`oid`, `"char"`,
     // `boolean`, `int4`) but for `pfsyncextra`, `text`, read as such above.
-    unsafe { catalog::scan(c"publication_sync", &columns, lockmode, read) }
+    unsafe { ddl_server::extension_tables::scan(c"publication_sync", &columns, lockmode, read) }
 }

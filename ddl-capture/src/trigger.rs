@@ -437,16 +437,11 @@ fn namespace_oid(schema: &str) -> u32 {
         return 0;
     }
     // The name went to UTF-8 for the record; the catalog has it in the database encoding.
-    // SAFETY: in the capture's transaction; the result is `len` bytes, `schema` itself or a
-    // new string in the current memory context, copied at once.
-    let name = unsafe {
-        let (name, len) = ddl_server::text::in_server_encoding(schema);
-        std::slice::from_raw_parts(name.cast::<u8>(), len)
-    };
-    match std::ffi::CString::new(name) {
+    // SAFETY: in the capture's transaction.
+    match unsafe { ddl_server::text::server_cstring(schema) } {
         // SAFETY: a syscache lookup of a NUL-terminated name (missing_ok).
-        Ok(name) => u32::from(unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) }),
-        Err(_) => 0,
+        Some(name) => u32::from(unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) }),
+        None => 0,
     }
 }
 

@@ -1,7 +1,10 @@
-//! The `ddl_sync` extension's own tables, as C-level code finds them (no SPI, no search_path),
-//! and the message that says their configuration rows changed.
+//! The `ddl_sync` extension's own tables, as C-level code finds and reads (and deletes from)
+//! them, with no SPI and no search_path: the output plugin while decoding, the capture's event
+//! triggers, the apply path's checks; and the message that says their configuration rows
+//! changed.
 
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 use std::ffi::CStr;
 
 /// The OID of `ddl_sync.<table>`, InvalidOid when the extension is not installed (catalog
@@ -21,36 +24,96 @@ pub unsafe fn relid(table: &CStr) -> pg_sys::Oid {
     }
 }
 
-/// The OID of `ddl_sync.<table>` and whether it has a row (InvalidOid and false when the
-/// extension is not installed): a systable scan that stops at the first row, in the catalog
-/// snapshot, so that code running at every statement or event can skip a query that would
-/// find nothing.
+/// Gives `each` every row of `ddl_sync.<table>`: the table (locked in `lockmode`), the row's
+/// tuple (valid until the next row) and the values of `columns`, in their order (`None` for
+/// NULL). Nothing when the extension is not installed. Returns the table's OID (InvalidOid
+/// then).
+///
+/// A systable scan, not a heap scan: while decoding an in-progress (streamed) or prepared
+/// transaction PostgreSQL allows only these, which check for a concurrent abort.
 ///
 /// # Safety
-/// Runs in a backend inside a transaction.
-pub unsafe fn has_rows(table: &CStr) -> (pg_sys::Oid, bool) {
+/// Runs in a backend inside a transaction; `columns` are of by-value types or `text`, read as
+/// the caller expects.
+pub unsafe fn scan(
+    table: &CStr,
+    columns: &[&CStr],
+    lockmode: u32,
+    mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, &[Option<pg_sys::Datum>]),
+) -> pg_sys::Oid {
     // SAFETY: the caller's promise.
     let relid = unsafe { relid(table) };
     if relid == pg_sys::InvalidOid {
-        return (relid, false);
+        return relid;
     }
-    // SAFETY: an existing relation, open and locked until the close; no scan key, no index.
-    let found = unsafe {
-        let lock = pg_sys::AccessShareLock as pg_sys::LOCKMODE;
-        let rel = pg_sys::table_open(relid, lock);
-        let scan = pg_sys::systable_beginscan(
+    let lockmode = lockmode as pg_sys::LOCKMODE;
+    // SAFETY: the relation exists (just looked up) and stays open, with its descriptor, until
+    // the table_close below; `natts` is the length of the descriptor's attribute array.
+    let (rel, desc, attrs) = unsafe {
+        let rel = pg_sys::table_open(relid, lockmode);
+        let desc = (*rel).rd_att;
+        (rel, desc, crate::versions::attributes(desc))
+    };
+    let natts = attrs.len();
+    let position = |name: &&CStr| {
+        attrs.iter().position(|a| {
+            // SAFETY: a NameData is NUL-terminated within its array.
+            !a.attisdropped && unsafe { CStr::from_ptr(a.attname.data.as_ptr()) } == *name
+        })
+    };
+    let Some(at) = columns.iter().map(position).collect::<Option<Vec<usize>>>() else {
+        // SAFETY: opened above, closed once before the ERROR.
+        unsafe { pg_sys::table_close(rel, lockmode) };
+        error!(
+            "ddl_sync: ddl_sync.{} lacks a column this version reads",
+            table.to_string_lossy()
+        );
+    };
+    let mut values = vec![pg_sys::Datum::from(0usize); natts];
+    let mut nulls = vec![true; natts];
+    let mut row = vec![None; at.len()];
+    // SAFETY: `rel` is open and locked; no scan key, and no index (indexOK false).
+    let scan = unsafe {
+        pg_sys::systable_beginscan(
             rel,
             pg_sys::InvalidOid,
             false,
             std::ptr::null_mut(),
             0,
             std::ptr::null_mut(),
-        );
-        let found = !pg_sys::systable_getnext(scan).is_null();
-        pg_sys::systable_endscan(scan);
-        pg_sys::table_close(rel, lock);
-        found
+        )
     };
+    loop {
+        // SAFETY: the scan is open; the tuple it returns stays valid until the next call.
+        let tuple = unsafe { pg_sys::systable_getnext(scan) };
+        if tuple.is_null() {
+            break;
+        }
+        // SAFETY: a tuple of `rel`, deformed with its own descriptor into arrays of `natts`.
+        unsafe { pg_sys::heap_deform_tuple(tuple, desc, values.as_mut_ptr(), nulls.as_mut_ptr()) };
+        for (value, &i) in row.iter_mut().zip(&at) {
+            *value = (!nulls[i]).then_some(values[i]);
+        }
+        each(rel, tuple, &row);
+    }
+    // SAFETY: the scan and the relation opened above, each ended once.
+    unsafe {
+        pg_sys::systable_endscan(scan);
+        pg_sys::table_close(rel, lockmode);
+    }
+    relid
+}
+
+/// The OID of `ddl_sync.<table>` and whether it has a row (InvalidOid and false when the
+/// extension is not installed), so that code running at every statement or event can skip a
+/// query that would find nothing.
+///
+/// # Safety
+/// Runs in a backend inside a transaction.
+pub unsafe fn has_rows(table: &CStr) -> (pg_sys::Oid, bool) {
+    let mut found = false;
+    // SAFETY: the caller's promise; no column is read.
+    let relid = unsafe { scan(table, &[], pg_sys::AccessShareLock, |_, _, _| found = true) };
     (relid, found)
 }
 

@@ -61,3 +61,17 @@ pub unsafe fn in_server_encoding(s: &str) -> (*const c_char, usize) {
         )
     }
 }
+
+/// [`in_server_encoding`] as an owned NUL-terminated string, for catalog lookups by name;
+/// `None` when the name holds a NUL byte (no catalog name does).
+///
+/// # Safety
+/// In a backend inside a transaction.
+pub unsafe fn server_cstring(s: &str) -> Option<std::ffi::CString> {
+    // SAFETY: the caller's promise; the result is `len` bytes, copied at once.
+    let bytes = unsafe {
+        let (converted, len) = in_server_encoding(s);
+        std::slice::from_raw_parts(converted.cast::<u8>(), len).to_vec()
+    };
+    std::ffi::CString::new(bytes).ok()
+}

@@ -154,18 +154,12 @@ impl Subscription {
 /// The relation `identity` (a qualified name as PostgreSQL quotes it) names, looked up as
 /// `to_regclass` does (no lock, missing_ok); `None` when there is none.
 pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
-    let name = std::ffi::CString::new(identity).ok()?;
-    // SAFETY: the name (UTF-8, from the record) in the database encoding, NUL-terminated by the
-    // conversion or by `name` itself; a RangeVar of its parts, resolved without a lock.
+    // SAFETY: in the replay's transaction.
+    let name = unsafe { ddl_server::text::server_cstring(identity) }?;
+    // SAFETY: a NUL-terminated name in the database encoding; a RangeVar of its parts,
+    // resolved without a lock.
     let relid = unsafe {
-        let (converted, _) = ddl_server::text::in_server_encoding(identity);
-        // Unconverted, the result is `identity` itself, which has no NUL: `name` is it with one.
-        let server = if converted.cast::<u8>() == identity.as_ptr() {
-            name.as_ptr()
-        } else {
-            converted
-        };
-        let names = ddl_server::versions::qualified_name_list(server);
+        let names = ddl_server::versions::qualified_name_list(name.as_ptr());
         pg_sys::RangeVarGetRelidExtended(
             pg_sys::makeRangeVarFromNameList(names),
             pg_sys::NoLock as pg_sys::LOCKMODE,

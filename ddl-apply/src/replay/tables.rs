@@ -86,7 +86,8 @@ fn make(
     let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
     let existing = namespace_oid(&definition.schema)
         .and_then(|nsp| {
-            let name = server_name(&definition.name)?;
+            // SAFETY: in the replay's transaction.
+            let name = unsafe { ddl_server::text::server_cstring(&definition.name) }?;
             // SAFETY: a syscache lookup of a NUL-terminated name in an existing schema.
             let relid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), nsp) };
             (relid != pg_sys::InvalidOid).then_some(relid)
@@ -317,21 +318,11 @@ fn may_alter(
 
 /// The OID of schema `name` (UTF-8), `None` when there is none.
 fn namespace_oid(name: &str) -> Option<pg_sys::Oid> {
-    let name = server_name(name)?;
+    // SAFETY: in the replay's transaction.
+    let name = unsafe { ddl_server::text::server_cstring(name) }?;
     // SAFETY: a syscache lookup of a NUL-terminated name, missing_ok.
     let nsp = unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) };
     (nsp != pg_sys::InvalidOid).then_some(nsp)
-}
-
-/// `name` (UTF-8, from a record) in the database encoding, NUL-terminated; `None` when it holds
-/// a NUL (no catalog name does).
-fn server_name(name: &str) -> Option<CString> {
-    // SAFETY: in a transaction; the result is `len` bytes, copied at once.
-    let bytes = unsafe {
-        let (converted, len) = ddl_server::text::in_server_encoding(name);
-        std::slice::from_raw_parts(converted.cast::<u8>(), len).to_vec()
-    };
-    CString::new(bytes).ok()
 }
 
 /// Runs statements built here from checked names and resolved types: nothing in them depends on
