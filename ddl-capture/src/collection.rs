@@ -5,7 +5,19 @@
 //! a parse, an analysis and a plan of the query for every captured statement: about a fifth of
 //! a DDL statement's time in `cargo xtask bench capture`. Called here as the executor would
 //! call them, in materialize mode, they cost only what they compute.
+//!
+//! Almost: PostgreSQL declares them with OUT parameters, so each call rebuilds its row type
+//! from `pg_proc` (arrays deconstructed, a syscache lookup per column, the record type
+//! registered again): two thirds of what a call costs, 16 k instructions of the capture's
+//! 80 k per statement. The extension declares the same internal functions again returning
+//! plain `record` (`ddl_sync.ddl_commands()`, `ddl_sync.dropped_objects()`, sql/capture.sql),
+//! and the capture calls those with the row type in `ReturnSetInfo.expectedDesc`, where
+//! `get_call_result_type` takes it for a function that returns `record`: the row type is
+//! built once per backend, from PostgreSQL's own declaration. Without those declarations (a
+//! library newer than the extension's installed version) the functions are called as
+//! PostgreSQL declares them.
 
+use crate::invalidation;
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::PgMemoryContexts;
@@ -69,21 +81,149 @@ impl Row {
     }
 }
 
-/// Calls the argument-less set-returning function `fn_oid` and gives `each` every row, in
-/// order. Everything the call allocates lives in a memory context deleted on return.
+/// One of the command collection's set-returning functions.
+#[derive(Clone, Copy)]
+pub enum Collection {
+    /// `pg_event_trigger_ddl_commands()`: what each command of the statement made or changed
+    /// (in a `ddl_command_end` trigger).
+    Commands,
+    /// `pg_event_trigger_dropped_objects()`: what the statement dropped (in a `sql_drop`
+    /// trigger).
+    Dropped,
+}
+
+impl Collection {
+    /// PostgreSQL's own declaration.
+    fn builtin(self) -> pg_sys::Oid {
+        pg_sys::Oid::from(match self {
+            Collection::Commands => pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS,
+            Collection::Dropped => pg_sys::F_PG_EVENT_TRIGGER_DROPPED_OBJECTS,
+        })
+    }
+
+    /// The name of the extension's declaration of the same function, returning `record`, in
+    /// the extension's schema `ddl_sync`.
+    fn record_alias(self) -> &'static CStr {
+        match self {
+            Collection::Commands => c"ddl_commands",
+            Collection::Dropped => c"dropped_objects",
+        }
+    }
+
+    /// The OID of [`record_alias`](Self::record_alias), 0 when there is none. Read from the
+    /// catalog without privilege checks: the capture runs as whoever runs the statement.
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction.
+    unsafe fn find_alias(self) -> pg_sys::Oid {
+        // SAFETY: the caller's promise; syscache lookups of NUL-terminated names (missing_ok),
+        // the argument types an empty oidvector.
+        unsafe {
+            let namespace = pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true);
+            if namespace == pg_sys::InvalidOid {
+                return pg_sys::InvalidOid;
+            }
+            pg_sys::GetSysCacheOid(
+                pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as i32,
+                pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
+                pg_sys::Datum::from(self.record_alias().as_ptr()),
+                pg_sys::Datum::from(pg_sys::buildoidvector(std::ptr::null(), 0)),
+                pg_sys::Datum::from(namespace),
+                pg_sys::Datum::from(0usize),
+            )
+        }
+    }
+
+    /// The function to call, looked up, and the row type to give it (null: it builds its
+    /// own).
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction.
+    unsafe fn callee(self) -> (pg_sys::FmgrInfo, pg_sys::TupleDesc) {
+        thread_local! {
+            static ALIASES: [invalidation::Cached<Option<pg_sys::FmgrInfo>>; 2] =
+                const { [invalidation::Cached::new(), invalidation::Cached::new()] };
+        }
+        // The alias lives as long as the extension, whose DROP invalidates publication_sync.
+        // Looked up once: finding an internal function that is not PostgreSQL's own by its
+        // name (fmgr_info) compares it with every built-in function's.
+        // SAFETY: the caller's promise; fmgr_info of an internal function, kept in a context
+        // as long-lived as the cache.
+        let alias = ALIASES.with(|a| unsafe {
+            a[self as usize].get(|| {
+                let watched = ddl_server::extension_tables::relid(c"publication_sync");
+                let alias = self.find_alias();
+                let flinfo = (alias != pg_sys::InvalidOid).then(|| {
+                    let mut flinfo: pg_sys::FmgrInfo = std::mem::zeroed();
+                    pg_sys::fmgr_info_cxt(alias, &mut flinfo, pg_sys::TopMemoryContext);
+                    flinfo
+                });
+                (watched, flinfo)
+            })
+        });
+        match alias {
+            // SAFETY: the caller's promise.
+            Some(flinfo) => (flinfo, unsafe { self.row_type() }),
+            None => {
+                // SAFETY: plain C struct, for which all zeroes is a valid value; a built-in
+                // function, found by its OID.
+                let flinfo = unsafe {
+                    let mut flinfo: pg_sys::FmgrInfo = std::mem::zeroed();
+                    pg_sys::fmgr_info(self.builtin(), &mut flinfo);
+                    flinfo
+                };
+                (flinfo, std::ptr::null_mut())
+            }
+        }
+    }
+
+    /// The row type PostgreSQL declares for the function, built once per backend (it is
+    /// the server's, fixed while the backend runs).
+    ///
+    /// # Safety
+    /// Runs in a backend inside a transaction.
+    unsafe fn row_type(self) -> pg_sys::TupleDesc {
+        thread_local! {
+            static ROW_TYPES: [std::cell::Cell<pg_sys::TupleDesc>; 2] = const {
+                [std::cell::Cell::new(std::ptr::null_mut()), std::cell::Cell::new(std::ptr::null_mut())]
+            };
+        }
+        let at = self as usize;
+        let cached = ROW_TYPES.with(|r| r[at].get());
+        if !cached.is_null() {
+            return cached;
+        }
+        // SAFETY: the caller's promise; a built-in function with OUT parameters, whose row type
+        // is copied into a context that lives as long as the backend.
+        let desc = unsafe {
+            let mut built: pg_sys::TupleDesc = std::ptr::null_mut();
+            let class =
+                pg_sys::get_func_result_type(self.builtin(), std::ptr::null_mut(), &mut built);
+            if class != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE || built.is_null() {
+                pgrx::error!("ddl_sync: {:?} does not return rows", self.record_alias());
+            }
+            PgMemoryContexts::TopMemoryContext.switch_to(|_| pg_sys::CreateTupleDescCopy(built))
+        };
+        ROW_TYPES.with(|r| r[at].set(desc));
+        desc
+    }
+}
+
+/// Calls `collection`'s function and gives `each` every row, in order. Everything the call
+/// allocates lives in a memory context deleted on return.
 ///
 /// # Safety
-/// Runs in a backend inside a transaction; `fn_oid` is a built-in SRF that supports
-/// materialize mode and takes no argument.
-pub unsafe fn for_each_row(fn_oid: u32, mut each: impl FnMut(&Row)) {
+/// Runs in a backend inside a transaction, in the event trigger that may call the function.
+pub unsafe fn for_each_row(collection: Collection, mut each: impl FnMut(&Row)) {
+    // SAFETY: the caller's promise.
+    let (mut flinfo, row_type) = unsafe { collection.callee() };
     let call = |_: &mut PgMemoryContexts| {
-        // SAFETY: plain C structs (integers, pointers, nullable function pointers), for which
-        // all zeroes is a valid value.
-        let (mut flinfo, mut rsinfo): (pg_sys::FmgrInfo, pg_sys::ReturnSetInfo) =
-            unsafe { (std::mem::zeroed(), std::mem::zeroed()) };
-        // SAFETY: the caller's promise: `fn_oid` is a built-in function.
-        unsafe { pg_sys::fmgr_info(pg_sys::Oid::from(fn_oid), &mut flinfo) };
+        // SAFETY: a plain C struct (integers, pointers), for which all zeroes is a valid value.
+        let mut rsinfo: pg_sys::ReturnSetInfo = unsafe { std::mem::zeroed() };
         rsinfo.type_ = pg_sys::NodeTag::T_ReturnSetInfo;
+        // Kept for the backend's life: the function uses it as its result's row type, and
+        // nothing here frees it.
+        rsinfo.expectedDesc = row_type;
         rsinfo.allowedModes = pg_sys::SetFunctionReturnMode::SFRM_Materialize as i32;
         rsinfo.returnMode = pg_sys::SetFunctionReturnMode::SFRM_Materialize;
         // SAFETY: palloc0 gives zeroed memory of each struct's size in the current (scratch)
@@ -107,7 +247,7 @@ pub unsafe fn for_each_row(fn_oid: u32, mut each: impl FnMut(&Row)) {
         };
         let function = flinfo.fn_addr.expect("fmgr_info sets fn_addr");
         // SAFETY: the function's own calling convention, with the frame the executor would
-        // give it in materialize mode (the caller's promise: it takes no argument). A raw C
+        // give it in materialize mode (it takes no argument). A raw C
         // function pointer: an ERROR inside becomes a Rust panic and unwinds to here.
         unsafe { pg_guard_ffi_boundary(|| function(fcinfo)) };
         if rsinfo.setResult.is_null() {

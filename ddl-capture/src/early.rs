@@ -88,6 +88,7 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
         }),
         relations: Vec::new(),
         command: std::ptr::null_mut(),
+        subcommands: Vec::new(),
     };
     // Rules that name a command tag see the client's; the record says what it holds.
     let tag = if is_select_into {

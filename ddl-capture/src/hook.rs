@@ -7,7 +7,6 @@
 use crate::statement::{self, Statement};
 use crate::{early, forget, plugin_allowed, publication, volatile};
 use ddl_server::utility::{Before, UtilityCall};
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 
 /// Installs the hook, chaining to the one loaded before us, with the setting and the
@@ -22,19 +21,7 @@ pub unsafe fn install() {
         statement::forget_aborted_statements();
         crate::replay_origin::clear_at_transaction_end();
         install_hook();
-    }
-}
-
-/// Whether `node` is a `DROP ... CASCADE` (needed to rewrite a partly temporary DROP).
-///
-/// # Safety
-/// `node` is null or a node.
-unsafe fn is_drop_cascade(node: *mut pg_sys::Node) -> bool {
-    // SAFETY: the caller's promise; a DropStmt by its tag.
-    unsafe {
-        !node.is_null()
-            && (*node).type_ == pg_sys::NodeTag::T_DropStmt
-            && (*(node as *mut pg_sys::DropStmt)).behavior == pg_sys::DropBehavior::DROP_CASCADE
+        crate::objects::install();
     }
 }
 
@@ -59,21 +46,15 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     }
     let run = request.as_ref().is_none_or(|r| r.run_statement);
     // SAFETY: the statement's PlannedStmt (PostgreSQL's, or our copy), its tree a node.
-    let (location, len, cascade) = unsafe {
-        let pstmt = &*call.pstmt;
-        (
-            pstmt.stmt_location,
-            pstmt.stmt_len,
-            is_drop_cascade(pstmt.utilityStmt),
-        )
-    };
+    let (location, len) = unsafe { ((*call.pstmt).stmt_location, (*call.pstmt).stmt_len) };
     let depth = statement::push(Statement {
         query: call.query_string,
         location,
         len,
         top_level: call.top_level(),
-        cascade,
         dropped: Vec::new(),
+        created_relations: Vec::new(),
+        watch: None,
         captured: false,
         refills: Vec::new(),
         pstmt: call.pstmt,

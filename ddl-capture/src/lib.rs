@@ -23,11 +23,13 @@
 
 mod collection;
 mod definition;
+mod direct;
 mod early;
 mod emit;
 mod forget;
 mod hook;
 mod invalidation;
+mod objects;
 mod partition_bound;
 mod plugin_allowed;
 mod publication;

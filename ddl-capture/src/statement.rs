@@ -10,7 +10,8 @@ use ddl_server::utility::StatementStack;
 use pgrx::pg_sys;
 use std::cell::RefCell;
 
-/// An object a DROP statement removed, as `pg_event_trigger_dropped_objects()` reports it.
+/// An object a statement dropped, as `pg_event_trigger_dropped_objects()` reports it (see
+/// `dropped.rs`).
 #[derive(Clone, Debug)]
 pub struct Dropped {
     pub class_id: u32,
@@ -27,6 +28,22 @@ pub struct Dropped {
     pub temporary: bool,
 }
 
+impl Dropped {
+    /// An object the statement did not name, which the capture only compares by address.
+    pub fn unnamed((class_id, object_id, sub_id): crate::objects::Address) -> Dropped {
+        Dropped {
+            class_id,
+            object_id,
+            sub_id,
+            original: false,
+            schema: String::new(),
+            identity: String::new(),
+            object_type: String::new(),
+            temporary: false,
+        }
+    }
+}
+
 /// One statement under execution. The hook runs for every utility statement, so it only
 /// keeps pointers; the text is cut and converted when a trigger captures the statement.
 pub struct Statement {
@@ -38,10 +55,13 @@ pub struct Statement {
     pub len: i32,
     /// Sent by the client, not run by a function, DO block or extension script.
     pub top_level: bool,
-    /// A DROP ... CASCADE.
-    pub cascade: bool,
-    /// What `sql_drop` reported for it.
+    /// What it dropped, in order (see `objects.rs`).
     pub dropped: Vec<Dropped>,
+    /// The relations (column 0) and columns it made itself, in order: not a table's TOAST
+    /// table, nor what the statements it ran made.
+    pub created_relations: Vec<(pg_sys::Oid, i32)>,
+    /// Whether its drops are kept, with the objects it names (`None` before its first drop).
+    pub watch: Option<crate::objects::Watch>,
     /// Captured before it ran (see `early.rs`): `ddl_command_end` must not capture it again.
     pub captured: bool,
     /// Values to replicate as rows once it has run (see `volatile.rs`).
@@ -50,6 +70,25 @@ pub struct Statement {
     pub pstmt: *mut pg_sys::PlannedStmt,
     /// The `ddl` option of a CREATE/ALTER PUBLICATION, stored once the statement has run.
     pub request: Option<crate::publication::Request>,
+}
+
+impl Statement {
+    /// The statement as a DROP of objects by name, if it is one.
+    pub fn drop_stmt(&self) -> Option<&pg_sys::DropStmt> {
+        // SAFETY: the hook's PlannedStmt, alive while the statement runs; its tree a node, a
+        // DropStmt by its tag.
+        unsafe {
+            let node = (*self.pstmt).utilityStmt;
+            (!node.is_null() && (*node).type_ == pg_sys::NodeTag::T_DropStmt)
+                .then(|| &*(node as *const pg_sys::DropStmt))
+        }
+    }
+
+    /// A `DROP ... CASCADE` (needed to rewrite a partly temporary DROP).
+    pub fn cascade(&self) -> bool {
+        self.drop_stmt()
+            .is_some_and(|d| d.behavior == pg_sys::DropBehavior::DROP_CASCADE)
+    }
 }
 
 thread_local! {

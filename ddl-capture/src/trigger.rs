@@ -18,7 +18,9 @@
 
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
-use crate::{collection, emit, forget, partition_bound, rules, shape, stats, volatile};
+use crate::{
+    collection, direct, emit, forget, objects, partition_bound, rules, shape, stats, volatile,
+};
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
@@ -32,8 +34,8 @@ use ddl_server::function_info_v1;
 function_info_v1!(pg_finfo_ddl_sync_capture_sql_drop);
 function_info_v1!(pg_finfo_ddl_sync_capture_ddl_command_end);
 
-/// `sql_drop`: remember what the innermost statement dropped (`ddl_command_end` follows), and
-/// forget the rules about it.
+/// `sql_drop`: forget the rules about what the statement dropped (the object access hook
+/// has kept, for `ddl_command_end`, what it names: see `objects.rs`).
 ///
 /// # Safety
 /// Called by PostgreSQL as an event trigger function.
@@ -45,22 +47,15 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_sql_drop(
     // SAFETY: the caller's promise: PostgreSQL's call frame.
     unsafe { ddl_server::event_trigger::data(fcinfo) };
     // SAFETY: an event trigger runs inside its statement's transaction.
-    let (rules, nothing_to_forget) = unsafe {
-        let rules = rules::PublicationRules::current();
-        let nothing = rules.is_empty() && !forget::anything_to_forget();
-        (rules, nothing)
-    };
-    if nothing_to_forget {
-        return pg_sys::Datum::from(0usize); // nothing to capture, no row to forget
+    let rules = unsafe { rules::PublicationRules::current() };
+    // SAFETY: as above.
+    if rules.is_empty() && !unsafe { forget::anything_to_forget() } {
+        return pg_sys::Datum::from(0usize);
     }
-    let dropped = dropped_objects();
+    // Seen by the hook, unless the library was loaded after the statement began.
+    let dropped = statement::with_innermost(|s| s.dropped.clone()).unwrap_or_else(dropped_objects);
     // SAFETY: in the sql_drop trigger, inside the statement's transaction.
     unsafe { forget::forget(&rules, &dropped) };
-    // SAFETY: a backend global, true while an extension script runs.
-    if !unsafe { pg_sys::creating_extension } && !rules.none_enabled() {
-        let original = dropped.into_iter().filter(|d| d.original);
-        statement::with_innermost(|s| s.dropped.extend(original));
-    }
     pg_sys::Datum::from(0usize)
 }
 
@@ -103,6 +98,8 @@ pub(crate) struct Target {
     /// PostgreSQL's `CollectedCommand` of the statement (its `pg_ddl_command`), when the
     /// command collection reported one: valid until the statement ends.
     pub command: *mut pg_sys::CollectedCommand,
+    /// An ALTER TABLE's subcommands that may compute values (`volatile.rs`).
+    pub subcommands: Vec<volatile::Subcommand>,
     /// Every relation the command collection reported for the statement (the record's
     /// `tables` describes those that are tables).
     pub relations: Vec<u32>,
@@ -226,11 +223,10 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         );
         return;
     }
-    if tag == "ALTER TABLE" && !forwarded && !target.command.is_null() {
+    if tag == "ALTER TABLE" && !forwarded {
         // May refuse the statement, or plan the replication of its new values.
-        // SAFETY: the caller's promise: the statement's collected command, which lives until
-        // the statement ends.
-        unsafe { volatile::check(target.command) };
+        // SAFETY: in the statement's trigger; the subcommands are its own.
+        unsafe { volatile::check(pg_sys::Oid::from(target.object_id), &target.subcommands) };
     }
     let tables = match recorded.as_ref().and_then(|r| r.tables.clone()) {
         Some(tables) => tables,
@@ -317,34 +313,45 @@ fn object_type(target: &Target) -> &str {
 /// dropped. Reads the command collection: in a `ddl_command_end` event trigger only (PostgreSQL's
 /// ERROR elsewhere).
 fn target(tag: &str) -> Option<Target> {
+    // SAFETY: in the ddl_command_end trigger of the innermost statement, which has run.
+    if let Some(target) = statement::with_innermost(|s| unsafe { direct::target(tag, s) }).flatten()
+    {
+        return Some(target);
+    }
     let mut first = None;
-    let mut own = None;
+    let mut own: Option<Target> = None;
     let mut relations = Vec::new();
+    let mut subcommands = Vec::new();
     let each = |row: &collection::Row| {
         if row.bool(c"in_extension") {
             return;
         }
         let class_id = row.oid(c"classid");
+        let object_id = row.oid(c"objid");
         if class_id == u32::from(pg_sys::RelationRelationId) {
-            relations.push(row.oid(c"objid"));
-        }
-        if own.is_some() {
-            return;
+            relations.push(object_id);
         }
         let is_own = row.text_is(c"command_tag", tag);
-        if !is_own && first.is_some() {
+        // PostgreSQL collects an ALTER TABLE in parts, one more after each statement it runs
+        // on the way (the sequence of a serial column): its subcommands are in all of them.
+        if is_own && tag == "ALTER TABLE" && own.as_ref().is_none_or(|o| o.object_id == object_id) {
+            // SAFETY: the row's collected command, valid until the statement ends.
+            subcommands.extend(unsafe { volatile::collected(row.pointer(c"command").cast()) });
+        }
+        if own.is_some() || (!is_own && first.is_some()) {
             return;
         }
         let schema = row.text(c"schema_name");
         let found = Target {
             class_id,
-            object_id: row.oid(c"objid"),
+            object_id,
             temporary: schema.starts_with("pg_temp"),
             schema,
             identity: row.text(c"object_identity"),
             object_type: row.text(c"object_type"),
             recorded: None,
             command: row.pointer(c"command").cast(),
+            subcommands: Vec::new(),
             relations: Vec::new(),
         };
         if is_own {
@@ -353,21 +360,34 @@ fn target(tag: &str) -> Option<Target> {
             first = Some(found);
         }
     };
-    // SAFETY: a built-in SRF of no argument that supports materialize mode.
-    unsafe { collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DDL_COMMANDS, each) };
+    // A DROP collects no command (ProcessUtilitySlow): what it dropped is its target.
+    if !statement::with_innermost(|s| s.drop_stmt().is_some()).unwrap_or(false) {
+        // SAFETY: in the ddl_command_end trigger, inside its statement's transaction.
+        unsafe { collection::for_each_row(collection::Collection::Commands, each) };
+    }
     own.or(first)
         .map(|target| Target {
             relations,
+            subcommands,
             ..target
         })
         .or_else(|| statement::with_innermost(dropped_target).flatten())
 }
 
-/// The target of a DROP, from what `sql_drop` reported. A statement that drops several objects
-/// is captured once, and is temporary only when everything it dropped was.
+/// The target of a DROP: what it named, which the object access hook saw go. A statement that
+/// drops several objects is captured once, named by the first of them that is permanent, and is
+/// temporary only when everything it named was.
 fn dropped_target(s: &mut Statement) -> Option<Target> {
-    let permanent: Vec<&Dropped> = s.dropped.iter().filter(|d| !d.temporary).collect();
-    let first = permanent.first().copied().or(s.dropped.first())?;
+    let mut named: Vec<&Dropped> = s.dropped.iter().filter(|d| d.original).collect();
+    // In the order the statement names them (the hook sees dependents go first).
+    if let Some(objects::Watch::On(originals)) = &s.watch {
+        named.sort_by_key(|d| {
+            let address = (d.class_id, d.object_id, d.sub_id);
+            originals.iter().position(|o| *o == address)
+        });
+    }
+    let permanent: Vec<&Dropped> = named.iter().copied().filter(|d| !d.temporary).collect();
+    let first = permanent.first().or(named.first()).copied()?;
     Some(Target {
         class_id: first.class_id,
         object_id: first.object_id,
@@ -375,12 +395,13 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         identity: first.identity.clone(),
         object_type: first.object_type.clone(),
         temporary: permanent.is_empty(),
-        recorded: (!permanent.is_empty() && permanent.len() < s.dropped.len()).then(|| Recorded {
+        recorded: (!permanent.is_empty() && permanent.len() < named.len()).then(|| Recorded {
             tag: None,
-            sql: partly_temporary_drop(&permanent, s.cascade),
+            sql: partly_temporary_drop(&permanent, s.cascade()),
             tables: None,
         }),
         command: std::ptr::null_mut(),
+        subcommands: Vec::new(),
         relations: Vec::new(),
     })
 }
@@ -395,32 +416,16 @@ fn partly_temporary_drop(permanent: &[&Dropped], cascade: bool) -> String {
     format!("DROP {object_type} {}{behavior}", names.join(", "))
 }
 
-/// What the statement dropped. Reads the command collection: in a `sql_drop` event trigger only
-/// (PostgreSQL's ERROR elsewhere).
+/// What the statement dropped, from the command collection, for a statement the object access
+/// hook did not see. In a `sql_drop` event trigger only (PostgreSQL's ERROR elsewhere).
 fn dropped_objects() -> Vec<Dropped> {
     let mut out = Vec::new();
     let each = |row: &collection::Row| {
-        let original = row.bool(c"original");
-        let text = |name| {
-            if original {
-                row.text(name)
-            } else {
-                String::new()
-            }
-        };
-        out.push(Dropped {
-            class_id: row.oid(c"classid"),
-            object_id: row.oid(c"objid"),
-            sub_id: row.int(c"objsubid"),
-            original,
-            schema: text(c"schema_name"),
-            identity: text(c"object_identity"),
-            object_type: text(c"object_type"),
-            temporary: row.bool(c"is_temporary"),
-        });
+        let address = (row.oid(c"classid"), row.oid(c"objid"), row.int(c"objsubid"));
+        out.push(Dropped::unnamed(address));
     };
-    // SAFETY: a built-in SRF of no argument that supports materialize mode.
-    unsafe { collection::for_each_row(pg_sys::F_PG_EVENT_TRIGGER_DROPPED_OBJECTS, each) };
+    // SAFETY: in the sql_drop trigger, inside its statement's transaction.
+    unsafe { collection::for_each_row(collection::Collection::Dropped, each) };
     out
 }
 

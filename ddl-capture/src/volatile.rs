@@ -73,24 +73,14 @@ struct Rewritten {
     how: String,
 }
 
-/// Checks the ALTER TABLE that the capture is about to record (`command`, from PostgreSQL's
-/// command collection), and applies the policy: an ERROR, a WARNING, or a [`Refill`] on the
-/// innermost statement.
+/// Checks the ALTER TABLE of table `relid` that the capture is about to record, whose
+/// `subcommands` are those of [`collected`] (or the columns it added, `direct.rs`), and applies the policy: an ERROR, a
+/// WARNING, or a [`Refill`] on the innermost statement.
 ///
 /// # Safety
-/// Runs in the `ddl_command_end` event trigger, inside the statement; `command` is valid.
-pub unsafe fn check(command: *mut pg_sys::CollectedCommand) {
-    // SAFETY: the caller's promise; `d` is the `alterTable` variant for SCT_AlterTable.
-    let relid = unsafe {
-        if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
-            || (*command).d.alterTable.classId != pg_sys::RelationRelationId
-        {
-            return;
-        }
-        (*command).d.alterTable.objectId
-    };
-    // SAFETY: an SCT_AlterTable command, checked above.
-    let subcommands = unsafe { subcommands(command) };
+/// Runs in the `ddl_command_end` event trigger, inside the statement, which the subcommands
+/// are of.
+pub unsafe fn check(relid: pg_sys::Oid, subcommands: &[Subcommand]) {
     if subcommands.is_empty() {
         return;
     }
@@ -98,7 +88,7 @@ pub unsafe fn check(command: *mut pg_sys::CollectedCommand) {
     // open until the close below; the subcommands are the statement's, on that table.
     let (rewritten, published) = unsafe {
         let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
-        let rewritten = rewritten(rel, &subcommands);
+        let rewritten = rewritten(rel, subcommands);
         let published = !rewritten.is_empty() && row_published(rel);
         pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
         (rewritten, published)
@@ -191,20 +181,27 @@ fn report(level: PgLogLevel, message: String, detail: String, hint: &str) {
 
 /// An `ADD COLUMN` (the new column's number) or an `ALTER COLUMN TYPE` (its number and the
 /// `USING` expression after parse analysis, when there is one).
-enum Subcommand {
+#[derive(Clone, Copy)]
+pub enum Subcommand {
     AddColumn(i16),
     AlterType(i16, *mut pg_sys::Node),
 }
 
-/// The subcommands of the statement on its table itself (recursion to inheritors is implied:
-/// the same columns, and statements on the parent reach them).
+/// The subcommands of the statement on its table itself, from PostgreSQL's command collection
+/// (recursion to inheritors is implied: the same columns, and statements on the parent reach
+/// them); none for a command that is not an ALTER TABLE of a relation.
 ///
 /// # Safety
-/// `command` is a collected command of type `SCT_AlterTable`, valid for the call.
-unsafe fn subcommands(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand> {
-    // SAFETY: the caller's promise: the `alterTable` variant, whose `subcmds` is a List of
-    // CollectedATSubcmds.
+/// `command` is the statement's collected command, valid for the call.
+pub unsafe fn collected(command: *mut pg_sys::CollectedCommand) -> Vec<Subcommand> {
+    // SAFETY: the caller's promise; `d` is the `alterTable` variant for SCT_AlterTable, whose
+    // `subcmds` is a List of CollectedATSubcmds.
     let (relid, subcmds) = unsafe {
+        if (*command).type_ != pg_sys::CollectedCommandType::SCT_AlterTable
+            || (*command).d.alterTable.classId != pg_sys::RelationRelationId
+        {
+            return Vec::new();
+        }
         let alter = &(*command).d.alterTable;
         (
             alter.objectId,

@@ -10,6 +10,7 @@
 //!   says their capture configuration changed;
 //! - [`guc`]: a scope with another `search_path`, from which no setting leaks;
 //! - [`shmem`]: shared memory of a preloaded library, its hooks registered once;
+//! - [`object_access`]: the object access hook, chained, for what each statement creates and drops;
 //! - [`options`]: our options in a statement's `WITH (...)`, taken out before PostgreSQL reads them;
 //! - [`relcache`]: a relation open for the length of a closure;
 //! - [`log`]: the pure crates' `tracing` events in the server log, at the matching level;
@@ -28,6 +29,7 @@ pub mod event_trigger;
 pub mod extension_tables;
 pub mod guc;
 pub mod log;
+pub mod object_access;
 pub mod options;
 pub mod relcache;
 pub mod shmem;

@@ -825,3 +825,143 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
     assert_eq!(date_style(&got[4]), "German, DMY");
     assert_eq!(date_style(&got[5]), "German, DMY");
 }
+
+/// The capture takes the object of a CREATE TABLE, an ALTER TABLE ... ADD COLUMN and a DROP
+/// from the object access hook and the statement itself instead of PostgreSQL's command
+/// collection (ddl-capture's `direct.rs` and `objects.rs`). What it records must be what the
+/// collection says: two PL/pgSQL event triggers write down the collection's own rows for each
+/// statement, and the records must agree, where names would resolve wrongly if they were
+/// looked up (a temporary table of the same name first on the search_path, a name that
+/// pg_catalog also has, quoting), with inheritance and partitions (the hook sees the children's
+/// columns too), schema-qualified names, IF [NOT] EXISTS that do nothing, and DROPs of every
+/// sort, CASCADE included (only the objects the statement named).
+#[test]
+fn what_the_capture_reads_without_the_command_collection_is_what_the_collection_says() {
+    let pg = setup("capture-direct", "all");
+    pg.psql(
+        "postgres",
+        "CREATE TABLE collected (id bigint GENERATED ALWAYS AS IDENTITY, tag text, identity text,
+                                 schema text);
+         CREATE FUNCTION note_commands() RETURNS event_trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO collected (tag, identity, schema)
+             SELECT command_tag, object_identity, schema_name FROM pg_event_trigger_ddl_commands()
+              WHERE command_tag IN ('CREATE TABLE', 'ALTER TABLE');
+         END $$;
+         CREATE FUNCTION note_drops() RETURNS event_trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO collected (tag, identity, schema)
+             SELECT tg_tag, object_identity, schema_name FROM pg_event_trigger_dropped_objects()
+              WHERE original ORDER BY object_identity LIMIT 1;
+         END $$;
+         CREATE EVENT TRIGGER note_commands ON ddl_command_end EXECUTE FUNCTION note_commands();
+         CREATE EVENT TRIGGER note_drops ON sql_drop EXECUTE FUNCTION note_drops();",
+    )
+    .unwrap();
+    // One session: the temporary table shadows `shadow` until the session ends.
+    pg.psql(
+        "postgres",
+        r#"CREATE SCHEMA s2;
+           CREATE TEMP TABLE shadow (a int);
+           CREATE TABLE shadow (a int);
+           CREATE TABLE IF NOT EXISTS shadow (a int);
+           CREATE TABLE public.pg_class (a int);
+           CREATE TABLE "Quoted Name" (a serial);
+           ALTER TABLE "Quoted Name" ADD COLUMN "Mixed Case" int;
+           CREATE TABLE parent (id int);
+           CREATE TABLE child () INHERITS (parent);
+           ALTER TABLE parent ADD COLUMN v int, ADD COLUMN w int DEFAULT 1;
+           ALTER TABLE child ADD COLUMN x int;
+           ALTER TABLE parent ADD COLUMN IF NOT EXISTS v int;
+           CREATE TABLE s2.q (a int);
+           ALTER TABLE s2.q ADD COLUMN b text;
+           CREATE TABLE pt (a int) PARTITION BY RANGE (a);
+           CREATE TABLE pt1 PARTITION OF pt FOR VALUES FROM (1) TO (10);
+           ALTER TABLE pt ADD COLUMN c int;
+           ALTER TABLE pt1 ALTER COLUMN c SET NOT NULL;
+           CREATE VIEW v AS SELECT 1 AS one;
+           CREATE FUNCTION f(int) RETURNS int LANGUAGE sql AS 'SELECT $1';
+           CREATE TYPE ty AS (a int);
+           DROP TABLE IF EXISTS nosuch, shadow;
+           DROP TABLE public.shadow;
+           DROP VIEW v;
+           DROP FUNCTION f(int);
+           DROP TYPE ty;
+           DROP TABLE parent CASCADE;
+           DROP TABLE pt;
+           DROP TABLE "Quoted Name", public.pg_class;
+           DROP SCHEMA s2 CASCADE;"#,
+    )
+    .unwrap();
+    pg.psql("postgres", "CREATE TABLE marker (a int)").unwrap();
+    let collected = pg
+        .psql(
+            "postgres",
+            "SELECT tag || '|' || identity FROM collected
+              WHERE coalesce(schema, '') NOT LIKE 'pg_temp%' AND identity <> 'public.marker'
+              ORDER BY id",
+        )
+        .unwrap();
+    let collected: Vec<&str> = collected.lines().collect();
+    let recorded: Vec<String> = events(&pg, "s", "p")
+        .into_iter()
+        .filter(|e| {
+            (e.tag.starts_with("CREATE TABLE")
+                || e.tag == "ALTER TABLE"
+                || e.tag.starts_with("DROP"))
+                && !e.identity.starts_with("public.collected")
+                && e.identity != "public.marker"
+        })
+        .map(|e| format!("{}|{}", e.tag, e.identity))
+        .collect();
+    assert_eq!(recorded, collected, "records, then the collection's rows");
+    assert!(
+        recorded.contains(&r#"ALTER TABLE|public."Quoted Name""#.to_string())
+            && recorded.contains(&"DROP TABLE|public.parent".to_string())
+            && recorded.contains(&"DROP SCHEMA|s2".to_string()),
+        "{recorded:#?}"
+    );
+}
+
+/// Without `ddl_pgoutput` preloaded, the library is loaded by the first event trigger that
+/// fires in a backend: the statement that loads it ran before its object access hook existed,
+/// so its drops are read from `pg_event_trigger_dropped_objects()`; from the next statement on,
+/// the hook reports them. Either way the rows about a dropped publication go with it.
+#[test]
+fn rules_of_dropped_publications_go_with_them_whether_the_hook_saw_the_drop_or_not() {
+    let pg = ddl_testkit::ClusterBuilder::new()
+        .name("capture-not-preloaded")
+        .build()
+        .expect("cluster");
+    pg.psql(
+        "postgres",
+        "CREATE EXTENSION ddl_sync;
+         CREATE PUBLICATION first FOR ALL TABLES;
+         CREATE PUBLICATION second FOR ALL TABLES;
+         SELECT ddl_sync.set_publication_ddl('first', 'all');
+         SELECT ddl_sync.set_publication_ddl('second', 'all');",
+    )
+    .unwrap();
+    let rows = |pg: &ddl_testkit::Cluster| {
+        pg.psql(
+            "postgres",
+            "SELECT p.pubname FROM ddl_sync.publication_sync s
+               JOIN pg_publication p ON p.oid = s.pfsyncpubid ORDER BY 1",
+        )
+        .unwrap()
+    };
+    assert_eq!(rows(&pg).trim(), "first\nsecond");
+    // One new session: the first DROP loads the library from its sql_drop trigger, the second
+    // runs with the hook installed.
+    let loaded = pg
+        .psql(
+            "postgres",
+            "SELECT count(*) FROM pg_catalog.pg_proc WHERE false;
+             DROP PUBLICATION first;
+             DROP PUBLICATION second;
+             SELECT count(*) FROM ddl_sync.publication_sync;",
+        )
+        .unwrap();
+    assert_eq!(loaded.lines().last().map(str::trim), Some("0"), "{loaded}");
+    assert_eq!(rows(&pg).trim(), "");
+}

@@ -321,6 +321,16 @@ fn volatile_rewrites_are_refused_warned_about_or_replicated_as_rows() {
             "ALTER TABLE t ADD COLUMN i int GENERATED ALWAYS AS IDENTITY",
             "DETAIL:  Column i: an identity column, numbered on each node in its own row order.",
         ),
+        // PostgreSQL collects these in parts, split where it makes the serial's sequence: the
+        // column comes after the split (the first only adds columns, the second does more).
+        (
+            "ALTER TABLE t ADD COLUMN e text, ADD COLUMN n2 serial",
+            "DETAIL:  Column n2: DEFAULT nextval('t_n2_seq'::regclass) is not immutable, each node computes it for itself.",
+        ),
+        (
+            "ALTER TABLE t ADD COLUMN e text, ADD COLUMN n3 serial, ALTER COLUMN v SET NOT NULL",
+            "DETAIL:  Column n3: DEFAULT nextval('t_n3_seq'::regclass) is not immutable, each node computes it for itself.",
+        ),
         (
             "ALTER TABLE t ALTER COLUMN v TYPE float8 USING v * random()",
             "DETAIL:  Column v: USING ((v)::double precision * random()) is not immutable, each node computes it for itself.",
