@@ -458,12 +458,11 @@ fn namespace_oid(schema: &str) -> u32 {
 unsafe fn statement_text(s: &Statement) -> String {
     // SAFETY: the caller's promise: the NUL-terminated query string the hook was given.
     let query = unsafe { CStr::from_ptr(s.query) };
-    // SAFETY: a server string.
-    let whole = unsafe { ddl_server::text::utf8(query) };
     // SAFETY: the caller's promise.
     let (start, end) = unsafe { statement_bytes(s) };
     if start == 0 && end == query.to_bytes().len() {
-        return statement::cut(&whole, -1, 0).to_string();
+        // SAFETY: a server string.
+        return statement::cut(&unsafe { ddl_server::text::utf8(query) }, -1, 0).to_string();
     }
     let part = std::ffi::CString::new(&query.to_bytes()[start..end]).unwrap_or_default();
     // SAFETY: bytes of a server string.
