@@ -4,16 +4,14 @@
 //! them, such as TOAST tables), which is how the capture knows the table a CREATE TABLE made,
 //! and the columns an ALTER TABLE added, without asking the command collection (`direct.rs`).
 //!
-//! Dropped:
-//! A DROP is captured in its `ddl_command_end` trigger, when its objects are gone: the record
-//! names the objects the statement itself named (not those that went with them), by their
-//! identity, which can only be read while they exist. `pg_event_trigger_dropped_objects()`
-//! gives all that in the `sql_drop` trigger, but it is the most expensive part of capturing a
-//! DROP (its rows, and the row type it rebuilds at every call). The hook sees each object
-//! before its catalog row goes, for the cost of a comparison: the statement's own objects are
-//! resolved from its `DropStmt` at its first drop, as PostgreSQL itself resolved them an
-//! instant before (same names, same search_path, the objects already locked by the statement),
-//! and only those are described.
+//! Dropped: a DROP is captured in its `ddl_command_end` trigger, when its objects are gone: the
+//! record names the objects the statement itself named (not those that went with them), by their
+//! identity, which can only be read while they exist. `pg_event_trigger_dropped_objects()` gives
+//! all that in the `sql_drop` trigger, but it is the most expensive part of capturing a DROP (its
+//! rows, and the row type it rebuilds at every call). The hook sees each object before its catalog
+//! row goes, for the cost of a comparison: the statement's own objects are resolved from its
+//! `DropStmt` at its first drop, as PostgreSQL itself resolved them an instant before (same names,
+//! same search_path, the objects already locked by the statement), and only those are described.
 //!
 //! The `sql_drop` trigger still fires: it forgets the extension's rows about every dropped
 //! object (`forget.rs`), from this list. A statement the hook did not see (the library loaded
@@ -46,7 +44,7 @@ fn address(object: &pg_sys::ObjectAddress) -> Address {
 /// # Safety
 /// Call once per process, from `_PG_init`.
 pub unsafe fn install() {
-    // SAFETY: the caller's promise; `seen` is guarded.
+    // SAFETY: the caller's promise; `seen` only compares before it calls guarded functions.
     unsafe { ddl_server::object_access::install(seen) };
 }
 
@@ -133,9 +131,10 @@ unsafe extern "C-unwind" fn dropping(object: pg_sys::ObjectAddress) {
     }
 }
 
-/// The objects `drop_stmt` names, as PostgreSQL resolved them for it (`get_object_address`
-/// with the lock the statement already holds), when the capture may record the statement;
-/// none otherwise (a DROP in an extension script, or no publication takes DDL).
+/// The objects `drop_stmt` names, resolved as PostgreSQL resolved them for it (relations by
+/// name, without a lock, as RemoveRelations did; anything else with `get_object_address` and
+/// the lock the statement already holds, as RemoveObjects did), when the capture may record
+/// the statement; none otherwise (a DROP in an extension script, or no publication takes DDL).
 ///
 /// # Safety
 /// `drop_stmt` is `DropStmt` of the running statement (null for another statement), in the
