@@ -14,7 +14,9 @@
 //! (`pg_event_trigger_ddl_commands()`, `pg_event_trigger_dropped_objects()`) knows the object a
 //! statement really changed after name resolution: its class and OID, schema, identity, whether
 //! it is temporary, and whether an extension script made it. The hook supplies what the
-//! triggers lack: the statement's own text and whether the client sent it.
+//! triggers lack: the statement's own text and whether the client sent it. For a DROP and the
+//! commonest CREATE and ALTER TABLE, PostgreSQL's object access hook says the same for less
+//! (`objects.rs`, `direct.rs`), and the collection is not read.
 
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
