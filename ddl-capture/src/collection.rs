@@ -147,8 +147,8 @@ impl Collection {
         // The alias lives as long as the extension, whose DROP invalidates publication_sync.
         // Looked up once: finding an internal function that is not PostgreSQL's own by its
         // name (fmgr_info) compares it with every built-in function's.
-        // SAFETY: the caller's promise; fmgr_info of an internal function, kept in a context
-        // as long-lived as the cache.
+        // SAFETY: the caller's promise; fmgr_info of a function, kept in a context as
+        // long-lived as the cache.
         let alias = ALIASES.with(|a| unsafe {
             a[self as usize].get(|| {
                 let watched = ddl_server::extension_tables::relid(c"publication_sync");
@@ -158,22 +158,35 @@ impl Collection {
                     pg_sys::fmgr_info_cxt(alias, &mut flinfo, pg_sys::TopMemoryContext);
                     flinfo
                 });
-                (watched, flinfo)
+                // Only PostgreSQL's own function under another declaration is called with a
+                // row type of ours: whatever else bears the name is ignored. (C functions of
+                // the server, compared by address.)
+                let address = |f: &pg_sys::FmgrInfo| f.fn_addr.map(|p| p as usize);
+                let builtin = address(&Self::info(self.builtin()));
+                (
+                    watched,
+                    flinfo.filter(|f| builtin.is_some() && address(f) == builtin),
+                )
             })
         });
         match alias {
             // SAFETY: the caller's promise.
             Some(flinfo) => (flinfo, unsafe { self.row_type() }),
-            None => {
-                // SAFETY: plain C struct, for which all zeroes is a valid value; a built-in
-                // function, found by its OID.
-                let flinfo = unsafe {
-                    let mut flinfo: pg_sys::FmgrInfo = std::mem::zeroed();
-                    pg_sys::fmgr_info(self.builtin(), &mut flinfo);
-                    flinfo
-                };
-                (flinfo, std::ptr::null_mut())
-            }
+            // SAFETY: a built-in function, found by its OID.
+            None => (unsafe { Self::info(self.builtin()) }, std::ptr::null_mut()),
+        }
+    }
+
+    /// The call information of built-in function `oid`.
+    ///
+    /// # Safety
+    /// `oid` is a built-in function's.
+    unsafe fn info(oid: pg_sys::Oid) -> pg_sys::FmgrInfo {
+        // SAFETY: plain C struct, for which all zeroes is a valid value; the caller's promise.
+        unsafe {
+            let mut flinfo: pg_sys::FmgrInfo = std::mem::zeroed();
+            pg_sys::fmgr_info(oid, &mut flinfo);
+            flinfo
         }
     }
 

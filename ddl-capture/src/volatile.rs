@@ -181,7 +181,6 @@ fn report(level: PgLogLevel, message: String, detail: String, hint: &str) {
 
 /// An `ADD COLUMN` (the new column's number) or an `ALTER COLUMN TYPE` (its number and the
 /// `USING` expression after parse analysis, when there is one).
-#[derive(Clone, Copy)]
 pub enum Subcommand {
     AddColumn(i16),
     AlterType(i16, *mut pg_sys::Node),
