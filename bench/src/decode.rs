@@ -52,12 +52,12 @@ const PGBENCH_CLIENTS: u32 = 2;
 /// The DDL script's share of the mixed workload, in percent (`-b tpcb-like@99 -f ddl.sql@1`).
 const DDL_PERCENT: u32 = 1;
 /// The mixed workload's DDL: cheap, repeatable, always captured (kind `table`).
-const DDL_SCRIPT: &str = "\\set n random(1, 1000000000)\n\
+pub(crate) const DDL_SCRIPT: &str = "\\set n random(1, 1000000000)\n\
                           COMMENT ON TABLE pgbench_branches IS 'bench :n';\n";
 /// Every DDL event of the mixed workload must be this statement.
 const DDL_PREFIX: &str = "COMMENT ON TABLE pgbench_branches IS 'bench ";
 
-const PUBLICATION: &str = "bench";
+pub(crate) const PUBLICATION: &str = "bench";
 /// A table written to after each workload's end LSN (see [`measure`]).
 const END_MARK: &str = "bench_end";
 /// The longest one pg_recvlogical run may take.
@@ -335,7 +335,7 @@ fn measure(
 
 /// How many transactions pgbench's report gives for the script whose name contains `name`:
 /// `SQL script 2: .../ddl.sql` is followed by ` - weight: ...` and ` - 1012 transactions (...)`.
-fn script_transactions(report: &str, name: &str) -> Result<u64> {
+pub(crate) fn script_transactions(report: &str, name: &str) -> Result<u64> {
     report
         .lines()
         .skip_while(|l| !(l.starts_with("SQL script") && l.contains(name)))

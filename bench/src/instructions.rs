@@ -163,10 +163,7 @@ pub fn run(args: &[&str]) -> Result {
         &mut [("--runs", &mut runs), ("--scripts", &mut scripts)],
         &mut [],
     )?;
-    Cmd::new("valgrind")
-        .args(["--version"])
-        .read()
-        .map_err(|e| format!("valgrind is needed (apt-get install valgrind): {e}"))?;
+    check_valgrind()?;
     let mut counts: Vec<Vec<f64>> = vec![Vec::new(); CONFIGS.len()];
     let mut profile = Vec::new();
     let mut server = String::new();
@@ -196,6 +193,15 @@ pub fn run(args: &[&str]) -> Result {
     write_section(&heading, &text)?;
     println!("{text}");
     Ok(())
+}
+
+/// Fails unless valgrind is installed.
+pub(crate) fn check_valgrind() -> Result {
+    Cmd::new("valgrind")
+        .args(["--version"])
+        .read()
+        .map(|_| ())
+        .map_err(|e| format!("valgrind is needed (apt-get install valgrind): {e}"))
 }
 
 /// What one configuration measured.
@@ -228,7 +234,7 @@ fn measure(config: &Config, scripts: u32) -> Result<Measured> {
     pg.stop(ddl_testkit::StopMode::Fast)
         .map_err(|e| e.to_string())?;
     let out = pg.base_dir().join("callgrind");
-    let wrapper = wrapper(&pg, &out)?;
+    let wrapper = callgrind_wrapper(&pg, &out)?;
     pg.start_as(Some(&wrapper)).map_err(|e| e.to_string())?;
     let short = session(&pg, &out, scripts, "k")?;
     let long = session(&pg, &out, 2 * scripts, "l")?;
@@ -247,7 +253,7 @@ fn measure(config: &Config, scripts: u32) -> Result<Measured> {
 
 /// A script that runs the bindir's `postgres` under callgrind, one output file per process in
 /// `out` (made here, the server's to write).
-fn wrapper(pg: &Cluster, out: &Path) -> Result<PathBuf> {
+pub(crate) fn callgrind_wrapper(pg: &Cluster, out: &Path) -> Result<PathBuf> {
     let postgres = pg.bin("postgres");
     let path = pg.base_dir().join("postgres-under-callgrind");
     let script = format!(
@@ -287,16 +293,21 @@ fn session(pg: &Cluster, out: &Path, runs: u32, tag: &str) -> Result<(f64, PathB
     }
     let pid = sql(pg, &text)?;
     let file = out.join(format!("cg.{}", pid.trim()));
-    // The backend writes its counts as it exits, just after psql has gone.
+    Ok((totals(&file)?, file))
+}
+
+/// The total count in callgrind's `file`, waiting for it: a process writes its counts as it
+/// exits, just after its client has gone.
+pub(crate) fn totals(file: &Path) -> Result<f64> {
     let start = Instant::now();
     loop {
-        let written = std::fs::read_to_string(&file).unwrap_or_default();
+        let written = std::fs::read_to_string(file).unwrap_or_default();
         if let Some(total) = written
             .lines()
             .find_map(|l| l.strip_prefix("totals:"))
             .and_then(|t| t.trim().parse::<f64>().ok())
         {
-            return Ok((total, file));
+            return Ok(total);
         }
         if start.elapsed() > Duration::from_secs(120) {
             return Err(format!("no callgrind totals in {}", file.display()));
@@ -307,6 +318,19 @@ fn session(pg: &Cluster, out: &Path, runs: u32, tag: &str) -> Result<(f64, PathB
 
 /// The inclusive count of each [`PROFILE`] function in callgrind's `file`, per statement.
 fn profile(file: &Path, statements: u32) -> Result<Vec<(&'static str, &'static str, f64)>> {
+    let symbols: Vec<&str> = PROFILE.iter().map(|(symbol, _)| *symbol).collect();
+    let counts = inclusive_counts(file, &symbols)?;
+    Ok(PROFILE
+        .iter()
+        .zip(counts)
+        .filter(|(_, count)| *count > 0.0)
+        .map(|((symbol, what), count)| (*symbol, *what, count / f64::from(statements)))
+        .collect())
+}
+
+/// The inclusive count of each of `symbols` (as callgrind names them; a Rust path matches its
+/// monomorphised copies too) in callgrind's `file`; 0 for a function that did not run.
+pub(crate) fn inclusive_counts(file: &Path, symbols: &[&str]) -> Result<Vec<f64>> {
     let annotated = Cmd::new("callgrind_annotate")
         .args([
             "--inclusive=yes",
@@ -314,22 +338,22 @@ fn profile(file: &Path, statements: u32) -> Result<Vec<(&'static str, &'static s
             &file.display().to_string(),
         ])
         .read()?;
-    let mut found = Vec::new();
-    for (symbol, what) in PROFILE {
-        let count = annotated
-            .lines()
-            .filter(|l| l.contains(&format!(":{symbol} ")) || l.contains(&format!(":{symbol}::")))
-            .filter_map(|l| {
-                l.split_whitespace()
-                    .next()
-                    .and_then(|n| n.replace(',', "").parse::<f64>().ok())
-            })
-            .fold(0.0, f64::max);
-        if count > 0.0 {
-            found.push((symbol, what, count / f64::from(statements)));
-        }
-    }
-    Ok(found)
+    Ok(symbols
+        .iter()
+        .map(|symbol| {
+            annotated
+                .lines()
+                .filter(|l| {
+                    l.contains(&format!(":{symbol} ")) || l.contains(&format!(":{symbol}::"))
+                })
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .next()
+                        .and_then(|n| n.replace(',', "").parse::<f64>().ok())
+                })
+                .fold(0.0, f64::max)
+        })
+        .collect())
 }
 
 fn sql(pg: &Cluster, sql: &str) -> Result<String> {

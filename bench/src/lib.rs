@@ -1,4 +1,4 @@
-//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy|instructions>` (which
+//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions>` (which
 //! prepares the machine and runs this crate's `ddl-bench` binary in release mode with the same
 //! arguments): each command measures one thing and rewrites its own section of BENCHMARKS.md (the
 //! other sections are kept as they are).
@@ -18,9 +18,12 @@
 //! cargo xtask bench instructions [--runs N] [--scripts K]
 //!                                         the capture's cost per DDL statement in CPU
 //!                                         instructions (callgrind)
+//! cargo xtask bench decode-instructions [--transactions N]
+//!                                         ddl_pgoutput against pgoutput in a walsender's
+//!                                         CPU instructions (callgrind)
 //! ```
 //!
-//! `decode`, `capture`, `apply`, `copy` and `instructions` measure the server libraries that xtask installed (release
+//! `decode`, `capture`, `apply`, `copy`, `instructions` and `decode-instructions` measure the server libraries that xtask installed (release
 //! builds, checked once the clusters have started); `wire` times the parsers in this process,
 //! so it refuses to run from a debug build. The `wire-bench` binary is the parser comparison
 //! alone, for profiling by hand ([`wire::compare`]).
@@ -37,6 +40,7 @@ mod apply;
 mod capture;
 mod copy;
 mod decode;
+mod decode_instructions;
 mod events;
 mod instructions;
 mod migration;
@@ -53,7 +57,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions> [options]";
+    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions> [options]";
 
 /// Runs the benchmark that `args` name (`wire --runs 3`).
 pub fn run(args: &[&str]) -> Result {
@@ -64,6 +68,7 @@ pub fn run(args: &[&str]) -> Result {
         ["apply", rest @ ..] => apply::run(rest),
         ["copy", rest @ ..] => copy::run(rest),
         ["instructions", rest @ ..] => instructions::run(rest),
+        ["decode-instructions", rest @ ..] => decode_instructions::run(rest),
         _ => Err(USAGE.to_string()),
     }
 }

@@ -1,4 +1,4 @@
-//! `ddl-bench <wire|decode|capture|apply|copy|instructions> [options]`: what `cargo xtask bench` runs, in release
+//! `ddl-bench <wire|decode|capture|apply|copy|instructions|decode-instructions> [options]`: what `cargo xtask bench` runs, in release
 //! mode, once it has prepared the machine (see the crate's documentation).
 
 use std::process::ExitCode;

@@ -88,19 +88,25 @@ pub struct PublicationRules {
 }
 
 impl PublicationRules {
-    /// The rules of the publications `pubids`, for the output plugin.
+    /// The rules of the publications `pubids`, for the output plugin: every row of
+    /// `publication_sync` as the historic snapshot shows it, read once and then kept in
+    /// `cache` until an invalidation says the table changed. The reorder buffer executes the
+    /// invalidations of the decoded transactions in the order they were made, at the point
+    /// of the history where they were made (as pgoutput's own publication caches rely on), so
+    /// kept rows are the rows of the point being decoded.
     ///
     /// # Safety
-    /// Runs in a backend inside a transaction (in the plugin: in a decoding callback, with the
-    /// historic snapshot set up).
-    pub unsafe fn read(pubids: &[pg_sys::Oid]) -> PublicationRules {
-        let rows = if pubids.is_empty() {
-            Vec::new()
-        } else {
-            // SAFETY: the caller's promise.
-            unsafe { read_rows(Some(pubids)) }.1
+    /// Runs in a decoding callback, with the historic snapshot set up; `cache` is the decoding
+    /// context's own (a new context may decode the same history again, from an earlier point).
+    pub unsafe fn decoding(cache: &RulesCache, pubids: &[pg_sys::Oid]) -> PublicationRules {
+        // SAFETY: the caller's promise.
+        let rows = unsafe {
+            cache.0.get(|| {
+                let (relid, rows) = read_rows();
+                (relid, rows.into())
+            })
         };
-        PublicationRules::of(rows.into(), Some(pubids))
+        PublicationRules::of(rows, Some(pubids))
     }
 
     /// The rules of every publication, for the capture: read in the current snapshot once,
@@ -116,7 +122,7 @@ impl PublicationRules {
         // SAFETY: the caller's promise.
         let rows = CACHED.with(|cached| unsafe {
             cached.get(|| {
-                let (relid, rows) = read_rows(None);
+                let (relid, rows) = read_rows();
                 (relid, rows.into())
             })
         });
@@ -138,7 +144,7 @@ impl PublicationRules {
         self.rows.iter()
     }
 
-    /// Whether `publication_sync` has no row for these publications, enabled or not.
+    /// Whether `publication_sync` has no row, enabled or not.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -232,6 +238,22 @@ impl PublicationRules {
     }
 }
 
+/// The rows an output plugin's decoding context keeps between DDL events (see
+/// [`PublicationRules::decoding`]).
+pub struct RulesCache(invalidation::Cached<Rc<[Row]>>);
+
+impl RulesCache {
+    pub const fn new() -> RulesCache {
+        RulesCache(invalidation::Cached::new())
+    }
+}
+
+impl Default for RulesCache {
+    fn default() -> RulesCache {
+        RulesCache::new()
+    }
+}
+
 /// What one publication decides about a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -245,21 +267,15 @@ pub enum Verdict {
     },
 }
 
-/// The OID of `publication_sync`, and its rows for `pubids` (all when `None`); InvalidOid and
-/// no row when the extension is not installed.
+/// The OID of `publication_sync`, and its rows; InvalidOid and no row when the extension is
+/// not installed.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
-unsafe fn read_rows(pubids: Option<&[pg_sys::Oid]>) -> (pg_sys::Oid, Vec<Row>) {
+unsafe fn read_rows() -> (pg_sys::Oid, Vec<Row>) {
     let mut rows = Vec::new();
     // SAFETY: the caller's promise.
-    let relid = unsafe {
-        scan(pg_sys::AccessShareLock, |_, _, row| {
-            if pubids.is_none_or(|p| p.contains(&row.pubid)) {
-                rows.push(row);
-            }
-        })
-    };
+    let relid = unsafe { scan(pg_sys::AccessShareLock, |_, _, row| rows.push(row)) };
     (relid, rows)
 }
 

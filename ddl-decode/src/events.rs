@@ -170,21 +170,34 @@ fn server_text(s: &str) -> pg_sys::Datum {
 /// log; on a publisher, only rows inserted by hand): were they sent, a role that may insert
 /// there would send DDL no capture sealed, and a cascade would send every event twice.
 ///
+/// Every change of every table passes here, from a callback that is not guarded: the name is
+/// compared in place, which can neither fail nor panic, and only a relation named `events`
+/// costs a (guarded) catalog lookup.
+///
 /// # Safety
 /// `relation` is a change callback's open relation.
 pub unsafe fn is_events_relation(relation: pg_sys::Relation) -> bool {
     // SAFETY: the caller's promise: an open relation's pg_class row.
     let class = unsafe { &*(*relation).rd_rel };
-    // Every change of every table passes here: compare the name's first bytes in place
-    // (NameData is NUL-padded) before anything costs more.
+    // NameData is NUL-padded: the first seven bytes say whether the name is `events`.
     const EVENTS: &[u8; 7] = b"events\0";
     let name = &class.relname.data;
     if name.iter().zip(EVENTS).any(|(&a, &b)| a as u8 != b) {
         return false;
     }
-    // SAFETY: a syscache lookup (missing_ok), in the callback's transaction.
+    // SAFETY: in the change callback's transaction.
+    unsafe { in_extension_schema(class.relnamespace) }
+}
+
+/// Whether `namespace` is the schema `ddl_sync`.
+///
+/// # Safety
+/// In a transaction.
+#[pg_guard]
+unsafe extern "C-unwind" fn in_extension_schema(namespace: pg_sys::Oid) -> bool {
+    // SAFETY: a syscache lookup (missing_ok), in the caller's transaction.
     let nsp = unsafe { pg_sys::get_namespace_oid(c"ddl_sync".as_ptr(), true) };
-    if nsp != class.relnamespace {
+    if nsp != namespace {
         return false;
     }
     debug1!("ddl_pgoutput: a change of ddl_sync.events is node-local: not sent");

@@ -77,20 +77,21 @@ pub unsafe extern "C-unwind" fn _PG_output_plugin_init(cb: *mut pg_sys::OutputPl
     }
 }
 
-/// pgoutput's startup, then the session's.
+/// pgoutput's startup, then the session's. Not guarded, like every callback that hands on to
+/// pgoutput (see [`on_change`]): pgoutput's ERROR (an unknown publication, a protocol version
+/// it refuses) reaches the client as pgoutput raised it.
 ///
 /// # Safety
 /// Called by PostgreSQL as the startup callback of a live decoding context.
-#[pg_guard]
 unsafe extern "C-unwind" fn startup_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
     options: *mut pg_sys::OutputPluginOptions,
     is_init: bool,
 ) {
-    if let Some(startup) = pgoutput::callbacks().startup_cb {
-        // SAFETY: pgoutput's startup callback with PostgreSQL's arguments; a raw C function
-        // pointer, so an ERROR inside becomes a Rust panic.
-        unsafe { pg_guard_ffi_boundary(|| startup(ctx, options, is_init)) };
+    if let Some(startup) = pgoutput::loaded().startup_cb {
+        // SAFETY: pgoutput's startup callback with PostgreSQL's arguments; this frame holds
+        // nothing to drop.
+        unsafe { startup(ctx, options, is_init) };
     }
     // SAFETY: the caller's promise.
     unsafe { session::begin(ctx) };
@@ -100,7 +101,6 @@ unsafe extern "C-unwind" fn startup_cb(
 ///
 /// # Safety
 /// Called by PostgreSQL as a change callback.
-#[pg_guard]
 unsafe extern "C-unwind" fn change_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -115,7 +115,6 @@ unsafe extern "C-unwind" fn change_cb(
 ///
 /// # Safety
 /// Called by PostgreSQL as a streamed change callback.
-#[pg_guard]
 unsafe extern "C-unwind" fn stream_change_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -127,6 +126,12 @@ unsafe extern "C-unwind" fn stream_change_cb(
 }
 
 /// Both change callbacks: pgoutput's, unless the change is one of `ddl_sync.events`.
+///
+/// Every row change of every published table passes here, so nothing here is guarded by pgrx
+/// (a guard costs more than the rest of this function, and would turn pgoutput's ERROR into
+/// a panic and back, losing its CONTEXT): pgoutput's ERROR leaves through this frame as
+/// pgoutput raised it, and the frame holds nothing that needs dropping. What may fail, the
+/// catalog lookup in [`events::is_events_relation`], is guarded on its own.
 ///
 /// # Safety
 /// The arguments PostgreSQL gave a change callback (`streaming`: the streamed one).
@@ -141,16 +146,15 @@ unsafe fn on_change(
     if unsafe { events::is_events_relation(relation) } {
         return;
     }
-    let callbacks = pgoutput::callbacks();
+    let callbacks = pgoutput::loaded();
     let cb = if streaming {
         callbacks.stream_change_cb
     } else {
         callbacks.change_cb
     };
     if let Some(cb) = cb {
-        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments; a raw C
-        // function pointer, so an ERROR inside becomes a Rust panic.
-        unsafe { pg_guard_ffi_boundary(|| cb(ctx, txn, relation, change)) };
+        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments.
+        unsafe { cb(ctx, txn, relation, change) };
     }
 }
 
@@ -229,7 +233,6 @@ unsafe fn on_truncate(
 ///
 /// # Safety
 /// Called by PostgreSQL as a message callback.
-#[pg_guard]
 unsafe extern "C-unwind" fn message_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -247,7 +250,6 @@ unsafe extern "C-unwind" fn message_cb(
 ///
 /// # Safety
 /// Called by PostgreSQL as a streamed message callback.
-#[pg_guard]
 unsafe extern "C-unwind" fn stream_message_cb(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
@@ -261,8 +263,9 @@ unsafe extern "C-unwind" fn stream_message_cb(
     unsafe { on_message(ctx, txn, lsn, transactional, prefix, size, message, true) };
 }
 
-/// Both message callbacks: the DDL event first, then the message itself to pgoutput's callback
-/// of the same kind, which forwards it to clients that asked for `messages`.
+/// Both message callbacks: the DDL event first (guarded, in [`ddl_event`]), then the message
+/// itself to pgoutput's callback of the same kind, which forwards it to clients that asked for
+/// `messages`; unguarded, as in [`on_change`].
 ///
 /// # Safety
 /// The arguments PostgreSQL gave a message callback (`streaming`: the streamed one).
@@ -281,18 +284,15 @@ unsafe fn on_message(
         // SAFETY: the caller's promise.
         unsafe { ddl_event(ctx, txn, lsn, prefix, size, message, streaming) };
     }
-    let callbacks = pgoutput::callbacks();
+    let callbacks = pgoutput::loaded();
     let pgoutput_cb = if streaming {
         callbacks.stream_message_cb
     } else {
         callbacks.message_cb
     };
     if let Some(cb) = pgoutput_cb {
-        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments; a raw C
-        // function pointer, so an ERROR inside becomes a Rust panic.
-        unsafe {
-            pg_guard_ffi_boundary(|| cb(ctx, txn, lsn, transactional, prefix, size, message))
-        };
+        // SAFETY: pgoutput's callback of the same kind, with PostgreSQL's arguments.
+        unsafe { cb(ctx, txn, lsn, transactional, prefix, size, message) };
     }
 }
 
@@ -324,7 +324,8 @@ fn in_aborted_transaction() -> bool {
 /// # Safety
 /// The arguments PostgreSQL gave a callback for a transactional message: `txn` its top-level
 /// transaction, `prefix` NUL-terminated, `message` of `size` bytes.
-unsafe fn ddl_event(
+#[pg_guard]
+unsafe extern "C-unwind" fn ddl_event(
     ctx: *mut pg_sys::LogicalDecodingContext,
     txn: *mut pg_sys::ReorderBufferTXN,
     lsn: pg_sys::XLogRecPtr,
@@ -368,7 +369,7 @@ unsafe fn ddl_event(
         // SAFETY: in the decoding callback's transaction, under its historic snapshot.
         let rules = unsafe {
             let pubids = rules::publication_oids(&s.publications);
-            rules::PublicationRules::read(&pubids)
+            rules::PublicationRules::decoding(&s.rules, &pubids)
         };
         let takers: Vec<pg_sys::Oid> = rules
             .verdicts(&record)

@@ -2,6 +2,7 @@
 
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
+use pgrx::prelude::*;
 use std::sync::OnceLock;
 
 /// pgoutput's callbacks: plain function pointers into pgoutput.so, identical in every backend.
@@ -18,6 +19,22 @@ static PGOUTPUT: OnceLock<Callbacks> = OnceLock::new();
 /// may raise an ERROR).
 pub fn callbacks() -> &'static pg_sys::OutputPluginCallbacks {
     &PGOUTPUT.get_or_init(|| Callbacks(load())).0
+}
+
+/// pgoutput's callback table for the callbacks that are not guarded: `_PG_output_plugin_init`
+/// loaded it (with [`callbacks`]) before PostgreSQL calls any other callback, so this finds it
+/// without anything that could raise an ERROR or panic.
+pub fn loaded() -> &'static pg_sys::OutputPluginCallbacks {
+    match PGOUTPUT.get() {
+        Some(loaded) => &loaded.0,
+        None => load_guarded(),
+    }
+}
+
+/// [`callbacks`], guarded: for [`loaded`], should it ever be called first.
+#[pg_guard]
+extern "C-unwind" fn load_guarded() -> &'static pg_sys::OutputPluginCallbacks {
+    callbacks()
 }
 
 fn load() -> pg_sys::OutputPluginCallbacks {

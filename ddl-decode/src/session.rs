@@ -6,8 +6,10 @@
 //! cleared by shutdown but by a reset callback on `ctx->context`: whenever PostgreSQL frees
 //! the context, the state goes with it and can never leak into the next decoding context.
 
+use ddl_capture::rules::RulesCache;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
+use pgrx::prelude::*;
 use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 
@@ -18,17 +20,23 @@ pub struct Session {
     pub publications: Vec<CString>,
     /// Per-message allocations (the synthetic tuple), reset after each DDL event.
     pub scratch: pg_sys::MemoryContext,
+    /// `publication_sync` as of the point being decoded, kept between DDL events. Its own to
+    /// the context: a later context of the same slot may decode the same history again, from
+    /// an earlier point (`pg_logical_slot_peek_changes`).
+    pub rules: RulesCache,
 }
 
 thread_local! {
     static SESSION: RefCell<Option<Session>> = const { RefCell::new(None) };
 }
 
-/// Starts the session of `ctx`, after pgoutput's startup has validated the options.
+/// Starts the session of `ctx`, after pgoutput's startup has validated the options. Guarded:
+/// the startup callback that calls it is not.
 ///
 /// # Safety
 /// `ctx` is the live decoding context of this backend.
-pub unsafe fn begin(ctx: *mut pg_sys::LogicalDecodingContext) {
+#[pg_guard]
+pub unsafe extern "C-unwind" fn begin(ctx: *mut pg_sys::LogicalDecodingContext) {
     // SAFETY: the caller's promise.
     let (parent, options) = unsafe { ((*ctx).context, (*ctx).output_plugin_options) };
     // SAFETY: a child of the decoding context's memory context, deleted with it.
@@ -61,6 +69,7 @@ pub unsafe fn begin(ctx: *mut pg_sys::LogicalDecodingContext) {
         *s.borrow_mut() = Some(Session {
             publications,
             scratch,
+            rules: RulesCache::new(),
         })
     });
 }

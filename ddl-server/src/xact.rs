@@ -49,6 +49,15 @@ pub unsafe fn at_end(listener: Listener) {
     }
 }
 
+extern "C-unwind" {
+    /// The server's own, not pgrx's binding, whose guard (a `sigsetjmp`) would cost more than
+    /// the rest of the callback: it only reads a field, and cannot fail. Called for every
+    /// subtransaction of every backend (and every transaction that logical decoding replays
+    /// through the SQL functions).
+    #[link_name = "GetCurrentTransactionNestLevel"]
+    fn nest_level() -> std::ffi::c_int;
+}
+
 fn tell(end: End) {
     LISTENERS.with_borrow(|l| l.iter().for_each(|listener| listener(end)));
 }
@@ -76,7 +85,7 @@ unsafe extern "C-unwind" fn subxact_callback(
     use pg_sys::SubXactEvent as E;
     if event == E::SUBXACT_EVENT_ABORT_SUB || event == E::SUBXACT_EVENT_COMMIT_SUB {
         // SAFETY: the callback runs inside the ending subtransaction, whose level this is.
-        let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+        let level = unsafe { nest_level() };
         tell(if event == E::SUBXACT_EVENT_ABORT_SUB {
             End::SubAborted { level }
         } else {

@@ -169,14 +169,19 @@ pub fn changes(
     publications: &str,
     extra: &[(&str, &str)],
 ) -> Vec<Change> {
+    let mut options = vec![("proto_version", "1"), ("publication_names", publications)];
+    options.extend_from_slice(extra);
+    let hex = peek_hex(pg, slot, &options).unwrap_or_else(|e| panic!("peek {slot}: {e}"));
+    changes_of_hex(&hex)
+}
+
+/// The changes in `hex`, the output of a peek with `proto_version` 1 (one message a line).
+pub fn changes_of_hex(hex: &str) -> Vec<Change> {
     use ddl_wire::{
         EventsRelation, Message, ProtocolContext, StreamDecoder, Streaming, TupleValue,
     };
     use std::collections::HashMap;
 
-    let mut options = vec![("proto_version", "1"), ("publication_names", publications)];
-    options.extend_from_slice(extra);
-    let hex = peek_hex(pg, slot, &options).unwrap_or_else(|e| panic!("peek {slot}: {e}"));
     let mut decoder = StreamDecoder::new(ProtocolContext::new(1, Streaming::Off).expect("v1"));
     let mut tables: HashMap<u32, String> = HashMap::new();
     let mut events: HashMap<u32, EventsRelation> = HashMap::new();

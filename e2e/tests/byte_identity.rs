@@ -3,7 +3,8 @@
 //! same errors.
 
 use ddl_e2e::{
-    ddl_publisher, hex_messages, peek_hex, pgbench, pgbench_command, publisher, strip_ddl_events,
+    ddl_publisher, hex_messages, peek_hex, pgbench, pgbench_command, psql_script, publisher,
+    strip_ddl_events,
 };
 use ddl_testkit::Cluster;
 use ddl_wire::{ProtocolContext, Streaming};
@@ -157,9 +158,13 @@ fn pgoutput_errors_pass_through_unchanged() {
     pg.psql(
         "postgres",
         "CREATE PUBLICATION p FOR ALL TABLES;
+         CREATE TABLE f (a int);
+         -- A row filter that fails on a = 0: an ERROR inside pgoutput's change callback.
+         CREATE PUBLICATION filtered FOR TABLE f WHERE (10 / a > 0);
          SELECT pg_create_logical_replication_slot('a', 'pgoutput');
          SELECT pg_create_logical_replication_slot('b', 'ddl_pgoutput');
-         CREATE TABLE t (a int); INSERT INTO t VALUES (1);",
+         CREATE TABLE t (a int); INSERT INTO t VALUES (1);
+         INSERT INTO f VALUES (1), (0);",
     )
     .expect("setup");
     let mut refused = 0;
@@ -172,32 +177,73 @@ fn pgoutput_errors_pass_through_unchanged() {
             ("bogus", "1"),
         ][..],
         &[("proto_version", "1"), ("publication_names", "nope")][..],
+        &[("proto_version", "1"), ("publication_names", "filtered")][..],
     ] {
         // Whatever pgoutput answers (18 only warns about a missing publication, 15 refuses
-        // it), ddl_pgoutput answers the same: the same ERROR line, or the same bytes.
-        let first = |e: &str| {
-            e.lines()
-                .find(|l| l.contains("ERROR"))
-                .unwrap_or(e)
-                .to_string()
+        // it), ddl_pgoutput answers the same: the same bytes, or the same error with all its
+        // fields (SQLSTATE, CONTEXT, the LOCATION in pgoutput's source) but for the names of
+        // the slot and the plugin in the CONTEXT line.
+        let (expected, actual) = (
+            peek_verbose(&pg, "a", options),
+            peek_verbose(&pg, "b", options),
+        );
+        let same_place = |text: &str| {
+            text.replace("slot \"a\"", "slot \"?\"")
+                .replace("slot \"b\"", "slot \"?\"")
+                .replace("output plugin \"ddl_pgoutput\"", "output plugin \"?\"")
+                .replace("output plugin \"pgoutput\"", "output plugin \"?\"")
         };
-        match (peek_hex(&pg, "a", options), peek_hex(&pg, "b", options)) {
-            (Err(expected), Err(actual)) => {
-                assert_eq!(first(&expected), first(&actual), "{options:?}");
-                refused += 1;
-            }
-            (Ok(expected), Ok(actual)) => assert_eq!(expected, actual, "{options:?}"),
-            (expected, actual) => {
-                panic!("{options:?}: pgoutput gave {expected:?}, ddl_pgoutput {actual:?}")
-            }
+        assert_eq!(
+            expected.0, actual.0,
+            "{options:?}: {expected:?} against {actual:?}"
+        );
+        assert_eq!(
+            same_place(&expected.1),
+            same_place(&actual.1),
+            "{options:?}: pgoutput printed the first, ddl_pgoutput the second"
+        );
+        if !expected.0 {
+            assert!(
+                expected.1.contains("ERROR:") && expected.1.contains("LOCATION:"),
+                "{options:?}: {}",
+                expected.1
+            );
+            refused += 1;
         }
     }
     // The options above that every version refuses: a protocol it does not know, no
-    // publication_names, an unknown option.
+    // publication_names, an unknown option, a row filter that divides by zero.
     assert!(
-        refused >= 3,
+        refused >= 4,
         "pgoutput refused only {refused} of the bad option sets"
     );
+}
+
+/// Peeks at `slot` with `options`, verbose errors: whether it succeeded, and the rows (hex) or
+/// what psql printed to stderr.
+fn peek_verbose(pg: &Cluster, slot: &str, options: &[(&str, &str)]) -> (bool, String) {
+    let opts: String = options
+        .iter()
+        .map(|(k, v)| format!(", '{k}', '{v}'"))
+        .collect();
+    let out = psql_script(
+        pg,
+        "postgres",
+        &[],
+        &format!(
+            "\\set VERBOSITY verbose\nSELECT encode(data, 'hex') FROM \
+             pg_logical_slot_peek_binary_changes('{slot}', NULL, NULL{opts});\n"
+        ),
+    );
+    let text = if out.status.success() {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    (
+        out.status.success(),
+        String::from_utf8_lossy(text).into_owned(),
+    )
 }
 
 /// DDL between, inside and around transactions of every shape, run after [`WORKLOAD`] and

@@ -1,7 +1,9 @@
 //! DDL capture on a real publisher: which statements become DDL events, with what text, and
 //! where in the transaction stream they arrive.
 
-use ddl_e2e::{changes, ddl_publisher, ddl_sql, hex_messages, peek_hex, Change, Ddl, Session};
+use ddl_e2e::{
+    changes, changes_of_hex, ddl_publisher, ddl_sql, hex_messages, peek_hex, Change, Ddl, Session,
+};
 use ddl_wire::{DdlRecord, Message, ProtocolContext, Streaming};
 
 fn setup(name: &str, ddl: &str) -> ddl_testkit::Cluster {
@@ -824,6 +826,81 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
     assert_eq!(date_style(&got[3]), "ISO, MDY");
     assert_eq!(date_style(&got[4]), "German, DMY");
     assert_eq!(date_style(&got[5]), "German, DMY");
+}
+
+/// The output plugin keeps a publication's rules between DDL events: what it keeps must be the
+/// rules at the point of the history being decoded, whichever way they changed (another
+/// transaction, earlier in the same transaction, a savepoint rolled back), within one decoding
+/// call and when a later call in the same session decodes the same history again.
+#[test]
+fn the_plugin_reads_each_publications_rules_as_they_were_where_it_decodes() {
+    let pg = ddl_publisher("capture-plugin-rules");
+    pg.psql(
+        "postgres",
+        "CREATE SCHEMA app;
+         -- Takes everything, so that the capture records every statement below.
+         CREATE PUBLICATION everything FOR ALL TABLES WITH (ddl = 'all');
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'table');
+         SELECT pg_create_logical_replication_slot('s', 'ddl_pgoutput');",
+    )
+    .unwrap();
+    pg.psql(
+        "postgres",
+        "CREATE TABLE a1 (a int);
+         ALTER PUBLICATION p SET (ddl = 'view');
+         CREATE TABLE a2 (a int);
+         CREATE VIEW v1 AS SELECT 1 AS x;
+         BEGIN;
+         ALTER PUBLICATION p SET (ddl = 'table');
+         CREATE TABLE a3 (a int);
+         ALTER PUBLICATION p SET (ddl = 'none');
+         CREATE TABLE a4 (a int);
+         COMMIT;
+         BEGIN;
+         SAVEPOINT s;
+         ALTER PUBLICATION p SET (ddl = 'all');
+         ROLLBACK TO s;
+         CREATE TABLE a5 (a int);
+         COMMIT;
+         SELECT ddl_sync.add_schema_rule('p', 'app');
+         CREATE TABLE app.a6 (a int);
+         CREATE TABLE a7 (a int);
+         ALTER PUBLICATION p SET (ddl = 'view');
+         CREATE TABLE a8 (a int);
+         CREATE VIEW v2 AS SELECT 2 AS x;",
+    )
+    .unwrap();
+    let expected = ["public.a1", "public.v1", "public.a3", "app.a6", "public.v2"];
+    // Two decoding calls in one session, separated by a marker row: the second starts where
+    // the rules were not those of the end (p took tables, not views).
+    let peek = "SELECT encode(data, 'hex') FROM pg_logical_slot_peek_binary_changes('s', NULL, \
+                NULL, 'proto_version', '1', 'publication_names', 'p')";
+    let out = pg
+        .psql("postgres", &format!("{peek}; SELECT 'again'; {peek};"))
+        .unwrap();
+    let (first, second) = out.split_once("again").expect("the marker");
+    for (call, hex) in [("first", first), ("second", second)] {
+        let identities: Vec<String> = changes_of_hex(hex)
+            .into_iter()
+            .filter_map(|c| match c {
+                Change::Ddl(d) => Some(d.identity),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(identities, expected, "{call} decoding call");
+    }
+    // Every statement was recorded (the other publication takes them all): the ones p left
+    // out were there to be taken.
+    let all: Vec<String> = events(&pg, "s", "everything")
+        .into_iter()
+        .map(|e| e.identity)
+        .collect();
+    for table in ["a1", "a2", "a3", "a4", "a5", "a7", "a8"] {
+        assert!(all.contains(&format!("public.{table}")), "{table}: {all:?}");
+    }
+    for other in ["public.v1", "app.a6", "public.v2"] {
+        assert!(all.contains(&other.to_string()), "{other}: {all:?}");
+    }
 }
 
 /// The capture takes the object of a CREATE TABLE, an ALTER TABLE ... ADD COLUMN and a DROP
