@@ -48,7 +48,7 @@ const CHANGES_PER_TRANSACTION: u64 = 4;
 
 /// The functions whose inclusive counts explain ddl_pgoutput's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 7] = [
+const PROFILE: [(&str, &str); 6] = [
     (
         "ddl_pgoutput::ddl_event",
         "a `ddl_sync` message: check, rules, send",
@@ -73,10 +73,6 @@ const PROFILE: [(&str, &str); 7] = [
         "ddl_server::xact::subxact_callback",
         "the library's subtransaction callback (the SQL interface replays each transaction \
          in a subtransaction; a walsender in a transaction of its own)",
-    ),
-    (
-        "ddl_server::xact::xact_callback",
-        "the library's transaction callback",
     ),
 ];
 
@@ -366,8 +362,8 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
         let extra = ddl_pgoutput - pgoutput;
         let per = if w.ddl {
             format!(
-                "{:.0} more instructions per DDL transaction ({} of them, each one event) \
-                 than the plain workload's extra cost for the same row changes would be",
+                "beyond the row changes' share at the `plain` workload's rate, {:.0} \
+                 instructions per DDL event ({} events)",
                 (extra - plain_extra_per_change(counted) * changes as f64)
                     / w.ddl_transactions.max(1) as f64,
                 w.ddl_transactions
@@ -386,9 +382,10 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
         if w.ddl {
             for (symbol, what, count) in &c.profile {
                 profile_rows.push_str(&format!(
-                    "| `{symbol}` | {what} | {:.0} | {:.0} |\n",
+                    "| `{symbol}` | {what} | {:.0} | {:.0} | {:.0} |\n",
                     count,
-                    count / w.ddl_transactions.max(1) as f64
+                    count / w.ddl_transactions.max(1) as f64,
+                    count / w.transactions.max(1) as f64
                 ));
             }
         }
@@ -425,8 +422,8 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
          {verdicts}\n\
          Where ddl_pgoutput's instructions go in the `ddl` workload (inclusive counts over the \
          second run; nested rows are part of the rows above them):\n\n\
-         | function | what | instructions | per DDL transaction |\n\
-         |---|---|---:|---:|\n\
+         | function | what | instructions | per DDL event | per transaction |\n\
+         |---|---|---:|---:|---:|\n\
          {profile_rows}",
         date = machine.date,
         machine_line = machine.line(),
