@@ -41,7 +41,14 @@
 //!     operators, which PostgreSQL 15 would run as the subscription owner (a superuser) for
 //!     every row applied; the same statements by a superuser; SECURITY DEFINER functions, and
 //!     turning them into SECURITY INVOKER ones afterwards;
-//! 12. `session_leak`: a replayed statement's code changing the apply worker's own
+//! 12. `caller_rights`: PostgreSQL's own functions that act with their caller's rights (run SQL
+//!     text, read relations, change superuser-only settings, sequences, large objects, other
+//!     sessions, replication slots) or that mallory may not execute, in CHECK constraints,
+//!     defaults and domains, which PostgreSQL 15 would run as the subscription owner, and a
+//!     cast to json of her own function (which `to_json` would call); the
+//!     built-ins ordinary DDL uses (`serial`, `now()`, `gen_random_uuid()`, a granted
+//!     sequence) still apply;
+//! 13. `session_leak`: a replayed statement's code changing the apply worker's own
 //!     search_path for the rest of its session.
 //!
 //! Planted code calls `public.mallory_escalate`, which does harm only when it runs as a
@@ -96,6 +103,7 @@ pub fn run() -> Vec<Outcome> {
     search_path_hijack(&mut a, &mut out);
     switches(&mut a, &mut out);
     apply_time_code(&mut a, &mut out);
+    caller_rights(&mut a, &mut out);
     session_leak(&mut a, &mut out);
     finally(&mut a, &mut out);
     out
@@ -2036,6 +2044,187 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
         format!("{}; rows m_code, su_code: {rows}; {seen}", r.describe()),
     );
     a.reset_if_escalated("apply-time code");
+}
+
+/// Built-ins that act with their caller's rights, in expressions of mallory's that PostgreSQL
+/// 15 would evaluate as the subscription owner for every row applied.
+fn caller_rights(a: &mut Arena, out: &mut Vec<Outcome>) {
+    query(
+        a.publisher(),
+        "CREATE SEQUENCE public.su_seq;
+         CREATE SEQUENCE public.su_granted;
+         GRANT USAGE ON SEQUENCE public.su_granted TO mallory;
+         CREATE TABLE public.su_secret (secret text);
+         INSERT INTO public.su_secret VALUES ('the superuser''s secret');",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE TABLE m_calls (x int, d int);
+         CREATE TYPE m_mood AS ENUM ('ok');
+         CREATE FUNCTION public.mallory_json(m_mood) RETURNS json LANGUAGE plpgsql AS $f$
+             BEGIN PERFORM public.mallory_escalate('mallory_json'); RETURN '{}'; END $f$",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "a superuser creates two sequences (USAGE on su_granted granted to mallory) and a \
+         table su_secret mallory may not read; mallory creates m_calls, an enum m_mood and \
+         mallory_json(m_mood)",
+        &r,
+        7,
+    );
+
+    const REFUSED: &str = "refused on the subscriber (\"... it would run as the subscription \
+        owner\", naming the function and why), undone there; replication goes on";
+    // `current_setting('session_replication_role') = 'origin' OR ...` holds on the publisher
+    // and not in an apply worker: the rest runs only on the subscriber, as an attacker would
+    // have it, and mallory's own rows stay valid where she writes them.
+    let attacks: [(&str, &str, &str); 13] = [
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_sql CHECK (pg_catalog.query_to_xml('SELECT \
+             public.mallory_escalate(''query_to_xml'')', false, false, '') IS NOT NULL)",
+            "ALTER TABLE",
+            "query_to_xml(text,boolean,boolean,text), which runs the SQL text",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_ts CHECK (pg_catalog.ts_rewrite('a'::\
+             pg_catalog.tsquery, 'SELECT ''a''::pg_catalog.tsquery, ''b''::pg_catalog.tsquery \
+             FROM public.mallory_escalate(''ts_rewrite'')') IS NOT NULL)",
+            "ALTER TABLE",
+            "ts_rewrite(tsquery,text), which runs the SQL text",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_read CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.table_to_xml('public.su_secret'::pg_catalog.regclass, false, false, '') \
+             IS NOT NULL)",
+            "ALTER TABLE",
+            "table_to_xml(regclass,boolean,boolean,text), which reads the relations",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_role CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.set_config('session_replication_role', 'origin', false) IS NOT NULL)",
+            "ALTER TABLE",
+            "set_config(text,text,boolean), which changes settings",
+        ),
+        (
+            "ALTER TABLE m_calls ALTER COLUMN d SET DEFAULT pg_catalog.setval('public.su_seq', 1)",
+            "ALTER TABLE",
+            "su_seq, which role mallory may not (UPDATE)",
+        ),
+        (
+            "ALTER TABLE m_calls ALTER COLUMN d SET DEFAULT pg_catalog.nextval('public.su_seq')",
+            "ALTER TABLE",
+            "su_seq, which role mallory may not (USAGE)",
+        ),
+        (
+            "ALTER TABLE m_calls ALTER COLUMN d SET DEFAULT pg_catalog.nextval(\
+             pg_catalog.concat('public.su_', 'seq')::pg_catalog.regclass)",
+            "ALTER TABLE",
+            "names no constant sequence",
+        ),
+        (
+            // Not on m_calls: PostgreSQL checks EXECUTE when it prepares the expression, so
+            // the constraint would stop mallory's own rows on the publisher.
+            "CREATE TABLE m_file (x int CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.pg_read_file('postgresql.conf') IS NOT NULL))",
+            "CREATE TABLE",
+            "pg_read_file(text), which role mallory may not execute",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_lo CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.lo_unlink(424242) IS NOT NULL)",
+            "ALTER TABLE",
+            "lo_unlink(oid), which reads or writes large objects",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_kill CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.pg_terminate_backend(1) IS NOT NULL)",
+            "ALTER TABLE",
+            "which signals other sessions",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_slot CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.pg_replication_slot_advance('s', '0/0') IS NULL)",
+            "ALTER TABLE",
+            "which creates, reads, moves or drops replication slots",
+        ),
+        (
+            "CREATE DOMAIN m_dom_sql AS int CHECK (pg_catalog.query_to_xml('SELECT \
+             public.mallory_escalate(''domain'')', false, false, '') IS NOT NULL)",
+            "CREATE DOMAIN",
+            "which runs the SQL text",
+        ),
+        // to_json(m_mood) looks the cast up as it runs: a CHECK (to_json('ok'::m_mood) ...)
+        // would call mallory_json as the subscription owner, with no call in the expression.
+        (
+            "CREATE CAST (m_mood AS json) WITH FUNCTION public.mallory_json(m_mood)",
+            "CREATE CAST",
+            "m_mood to json calls public.mallory_json(public.m_mood), owned by mallory",
+        ),
+    ];
+    for (sql, tag, what) in attacks {
+        run_as(a.publisher(), MALLORY, sql);
+        let r = a.round();
+        push(
+            out,
+            format!("mallory: `{sql}`"),
+            REFUSED,
+            r.logged("refused", tag, AS_OWNER) && r.effect.log[0].contains(what),
+            r.describe(),
+        );
+    }
+
+    let ordinary = [
+        "ALTER TABLE m_calls ADD COLUMN s serial",
+        "ALTER TABLE m_calls ADD COLUMN t timestamptz DEFAULT pg_catalog.now()",
+        "ALTER TABLE m_calls ADD COLUMN u uuid DEFAULT pg_catalog.gen_random_uuid()",
+        "ALTER TABLE m_calls ADD COLUMN n bigint DEFAULT pg_catalog.nextval('public.su_granted')",
+        "ALTER TABLE m_calls ADD CONSTRAINT c_len CHECK (pg_catalog.length(x::text) < 20)",
+        "ALTER TABLE m_calls ADD COLUMN g int GENERATED ALWAYS AS (pg_catalog.abs(x) * 2) STORED",
+        "CREATE INDEX m_calls_abs ON m_calls (pg_catalog.abs(x)) WHERE x > 0",
+    ];
+    run_as(a.publisher(), MALLORY, &ordinary.join(";\n"));
+    let r = a.round();
+    push(
+        out,
+        format!(
+            "mallory: the built-ins ordinary DDL uses: `{}`",
+            ordinary.join("; ")
+        ),
+        "all applied: these act the same whoever calls them (mallory may use su_granted)",
+        r.all_applied(ordinary.len()),
+        r.describe(),
+    );
+
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "INSERT INTO m_calls (x, d) VALUES (1, 1)",
+    );
+    let r = a.round();
+    let row = query(
+        a.subscriber(),
+        "SELECT x || ' ' || d || ' ' || g || ' ' || (s IS NOT NULL) || ' ' || \
+                (n IS NOT NULL) FROM m_calls",
+    );
+    let (clean, seen) = a.unescalated();
+    push(
+        out,
+        "a row into m_calls after all of the above, applied on the subscriber as the \
+         subscription owner",
+        "the row arrives; none of mallory's code runs as a superuser (attack_log empty, \
+         mallory not a superuser on either node)",
+        row == "1 1 2 true true" && clean && r.continues(),
+        format!("{}; the row: {row}; {seen}", r.describe()),
+    );
+    a.reset_if_escalated("caller's rights");
 }
 
 fn session_leak(a: &mut Arena, out: &mut Vec<Outcome>) {

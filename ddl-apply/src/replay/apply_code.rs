@@ -10,7 +10,11 @@
 //! is not a superuser here is refused when it leaves behind:
 //! - a trigger or rule enabled ALWAYS or REPLICA (the only ones an apply worker fires);
 //! - an expression that calls a function (directly, or as an operator's implementation) that is
-//!   neither owned by a superuser nor SECURITY DEFINER (which runs as its owner anyway).
+//!   neither owned by a superuser nor SECURITY DEFINER (which runs as its owner anyway), or a
+//!   cast that does (`to_json` and the like look casts to json up as they run);
+//! - an expression that calls a function the role may not execute, or a built-in that acts with
+//!   its caller's rights on what its arguments name (runs SQL text, reads relations, changes
+//!   settings, uses sequences or large objects; see [`caller_rights`]).
 //!
 //! "Leaves behind" is read from the catalogs: the rows the statement inserted or updated carry
 //! the xid of the subtransaction it ran in (or of one below it), which no earlier statement's
@@ -24,6 +28,7 @@
 //! `run_as_owner = true` ([`rows_applied_as_subscription_owner`]).
 
 use crate::replay::applying::applying_subscription;
+use crate::replay::caller_rights;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -131,12 +136,20 @@ pub fn code_left_behind(since: pg_sys::TransactionId, author: Author) -> Option<
          WHERE NOT o.rolsuper AND NOT f.prosecdef
            AND c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_constraint',
                    'pg_catalog.pg_attrdef', 'pg_catalog.pg_class',
-                   'pg_catalog.pg_type']::pg_catalog.regclass[])
+                   'pg_catalog.pg_type', 'pg_catalog.pg_cast']::pg_catalog.regclass[])
         ) AS found (reason))";
-    let since = u32::from(since).to_string();
     let by_owner = matches!(author, Author::TableOwners);
-    match Spi::get_one_with_args::<String>(QUERY, &[since.as_str().into(), by_owner.into()]) {
-        Ok(found) => found,
-        Err(e) => Some(format!("cannot check the code the statement attached: {e}")),
+    let text = u32::from(since).to_string();
+    let mut found: Vec<String> =
+        match Spi::get_one_with_args::<String>(QUERY, &[text.as_str().into(), by_owner.into()]) {
+            Ok(found) => found.into_iter().collect(),
+            Err(e) => vec![format!("cannot check the code the statement attached: {e}")],
+        };
+    match caller_rights::findings(since, by_owner) {
+        Ok(calls) => found.extend(calls),
+        Err(e) => found.push(format!(
+            "cannot check the functions its expressions call: {e}"
+        )),
     }
+    (!found.is_empty()).then(|| found.join("; "))
 }

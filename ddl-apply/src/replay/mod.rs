@@ -16,6 +16,7 @@ mod adapters;
 pub(crate) mod apply_code;
 pub(crate) mod applying;
 mod c_abi;
+mod caller_rights;
 mod detach;
 mod generated;
 mod host;

@@ -1,0 +1,112 @@
+//! `#[pg_test]`s of [`crate::replay::caller_rights`]: which built-ins an ordinary role's
+//! expressions may call. Run by `cargo pgrx test` (schema `tests`).
+
+use pgrx::prelude::*;
+
+#[pg_schema]
+mod tests {
+    use crate::replay::caller_rights::findings;
+    use pgrx::prelude::*;
+
+    /// The findings for `sql`, run as a fresh role that may create in schema public and use
+    /// sequence `t_granted` only; judged as the replay judges it (the current user).
+    fn judged(sql: &str) -> Vec<String> {
+        Spi::run(
+            "CREATE ROLE ddl_sync_t_author;
+             GRANT CREATE ON SCHEMA public TO ddl_sync_t_author;
+             CREATE SEQUENCE public.t_granted;
+             CREATE SEQUENCE public.t_other;
+             GRANT USAGE ON SEQUENCE public.t_granted TO ddl_sync_t_author;
+             SET ROLE ddl_sync_t_author",
+        )
+        .expect("set up");
+        // SAFETY: assigns the test transaction's xid, which every row below carries.
+        let since = unsafe { pg_sys::GetCurrentTransactionId() };
+        Spi::run(sql).expect(sql);
+        let found = findings(since, false).expect("checked");
+        Spi::run("RESET ROLE").expect("reset role");
+        found
+    }
+
+    #[pg_test]
+    fn builtins_that_run_sql_or_read_relations_are_found() {
+        let found = judged(
+            "CREATE TABLE t (x int CHECK (pg_catalog.query_to_xml('SELECT 1', false, false, '') \
+             IS NOT NULL), d xml DEFAULT pg_catalog.table_to_xml('pg_catalog.pg_authid', false, \
+             false, ''))",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        // Sorted: "constraint ..." before "default value ...".
+        assert!(found[0].contains("query_to_xml(text,boolean,boolean,text), which runs the SQL"));
+        assert!(found[1].contains("table_to_xml(regclass,boolean,boolean,text), which reads"));
+    }
+
+    #[pg_test]
+    fn calls_inside_operators_casts_and_domains_are_found() {
+        let found = judged(
+            "CREATE DOMAIN t_dom AS text CHECK (VALUE OPERATOR(pg_catalog.||) \
+             pg_catalog.set_config('work_mem', '64kB', false) IS NOT NULL);
+             CREATE TABLE t (x int DEFAULT pg_catalog.length(pg_catalog.lo_get(1)::text))",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found
+            .iter()
+            .any(|f| f.contains("set_config(text,text,boolean)")));
+        assert!(found
+            .iter()
+            .any(|f| f.contains("lo_get(oid), which reads or writes")));
+    }
+
+    #[pg_test]
+    fn sequences_must_be_constant_and_usable() {
+        let found = judged(
+            "CREATE TABLE t (a int DEFAULT pg_catalog.nextval('public.t_other'), \
+             b int DEFAULT pg_catalog.nextval(('public.' || 't_granted')::pg_catalog.regclass), \
+             c int DEFAULT pg_catalog.setval('public.t_granted', 1))",
+        );
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found
+            .iter()
+            .any(|f| f.contains("t_other, which role ddl_sync_t_author may not (USAGE)")));
+        assert!(found
+            .iter()
+            .any(|f| f.contains("names no constant sequence")));
+        assert!(found
+            .iter()
+            .any(|f| f.contains("t_granted, which role ddl_sync_t_author may not (UPDATE)")));
+    }
+
+    #[pg_test]
+    fn functions_the_role_may_not_execute_are_found() {
+        let found = judged(
+            "CREATE TABLE t (x int CHECK (x IS NULL OR pg_catalog.pg_read_file('x') IS NULL))",
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].contains("pg_read_file(text), which role ddl_sync_t_author may not execute")
+        );
+    }
+
+    #[pg_test]
+    fn functions_of_listed_extensions_are_found() {
+        Spi::run("CREATE EXTENSION dblink SCHEMA public").expect("dblink");
+        let found = judged(
+            "CREATE TABLE t (x text CHECK (public.dblink_exec('dbname=postgres', x) IS NOT NULL))",
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("dblink_exec(text,text), which belongs to an extension"));
+    }
+
+    #[pg_test]
+    fn ordinary_ddl_finds_nothing() {
+        let found = judged(
+            "CREATE TABLE t (id serial, n bigint DEFAULT pg_catalog.nextval('public.t_granted'),
+                             at timestamptz DEFAULT pg_catalog.now(), u uuid DEFAULT pg_catalog.gen_random_uuid(),
+                             x int CHECK (x > 0 AND pg_catalog.length(x::text) < 9),
+                             g int GENERATED ALWAYS AS (pg_catalog.abs(x) * 2) STORED)
+               PARTITION BY RANGE ((pg_catalog.abs(id)));
+             CREATE INDEX ON t ((pg_catalog.lower(x::text))) WHERE x IS DISTINCT FROM 3 AND x = ANY ('{1,2}')",
+        );
+        assert!(found.is_empty(), "{found:?}");
+    }
+}
