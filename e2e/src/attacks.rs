@@ -1936,17 +1936,7 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
             "mallory_default()",
         ),
     ];
-    for (sql, tag, what) in attacks {
-        run_as(a.publisher(), MALLORY, sql);
-        let r = a.round();
-        push(
-            out,
-            format!("mallory: `{sql}`"),
-            REFUSED,
-            r.logged("refused", tag, AS_OWNER) && r.effect.log[0].contains(what),
-            r.describe(),
-        );
-    }
+    refused_as_owner(a, out, REFUSED, &attacks);
 
     for sql in [
         "ALTER TABLE m_code ADD CONSTRAINT m_ck_sd CHECK (public.mallory_sd(x))",
@@ -2044,6 +2034,28 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
         format!("{}; rows m_code, su_code: {rows}; {seen}", r.describe()),
     );
     a.reset_if_escalated("apply-time code");
+}
+
+/// Runs each of mallory's `attacks` (statement, command tag, what the refusal must name) on the
+/// publisher: each must be refused on the subscriber, its apply log row saying it would run as
+/// the subscription owner and naming `what`, and replication must go on.
+fn refused_as_owner(
+    a: &mut Arena,
+    out: &mut Vec<Outcome>,
+    expected: &'static str,
+    attacks: &[(&str, &str, &str)],
+) {
+    for &(sql, tag, what) in attacks {
+        run_as(a.publisher(), MALLORY, sql);
+        let r = a.round();
+        push(
+            out,
+            format!("mallory: `{sql}`"),
+            expected,
+            r.logged("refused", tag, AS_OWNER) && r.effect.log[0].contains(what),
+            r.describe(),
+        );
+    }
 }
 
 /// Built-ins that act with their caller's rights, in expressions of mallory's that PostgreSQL
@@ -2169,17 +2181,7 @@ fn caller_rights(a: &mut Arena, out: &mut Vec<Outcome>) {
             "m_mood to json calls public.mallory_json(public.m_mood), owned by mallory",
         ),
     ];
-    for (sql, tag, what) in attacks {
-        run_as(a.publisher(), MALLORY, sql);
-        let r = a.round();
-        push(
-            out,
-            format!("mallory: `{sql}`"),
-            REFUSED,
-            r.logged("refused", tag, AS_OWNER) && r.effect.log[0].contains(what),
-            r.describe(),
-        );
-    }
+    refused_as_owner(a, out, REFUSED, &attacks);
 
     let ordinary = [
         "ALTER TABLE m_calls ADD COLUMN s serial",
