@@ -98,6 +98,24 @@ mod tests {
     }
 
     #[pg_test]
+    fn by_owner_judges_each_expression_for_its_tables_owner_and_skips_superusers() {
+        Spi::run(
+            "CREATE ROLE ddl_sync_t_owner;
+             CREATE TABLE public.t_theirs (x int CHECK (pg_catalog.query_to_xml('SELECT 1', \
+                 false, false, '') IS NOT NULL));
+             ALTER TABLE public.t_theirs OWNER TO ddl_sync_t_owner;
+             CREATE TABLE public.t_mine (x int CHECK (pg_catalog.query_to_xml('SELECT 1', \
+                 false, false, '') IS NOT NULL))",
+        )
+        .expect("set up");
+        // SAFETY: the test transaction's xid, which every row above carries.
+        let since = unsafe { pg_sys::GetCurrentTransactionId() };
+        let found = findings(since, true).expect("checked");
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].contains("t_theirs"), "{found:?}");
+    }
+
+    #[pg_test]
     fn ordinary_ddl_finds_nothing() {
         let found = judged(
             "CREATE TABLE t (id serial, n bigint DEFAULT pg_catalog.nextval('public.t_granted'),
