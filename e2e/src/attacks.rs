@@ -43,7 +43,7 @@
 //!     turning them into SECURITY INVOKER ones afterwards;
 //! 12. `caller_rights`: PostgreSQL's own functions that act with their caller's rights (run SQL
 //!     text, read relations, change superuser-only settings, sequences, large objects, other
-//!     sessions, replication slots) or that mallory may not execute, in CHECK constraints,
+//!     sessions, advisory locks, replication slots) or that mallory may not execute, in CHECK constraints,
 //!     defaults and domains, which PostgreSQL 15 would run as the subscription owner, and a
 //!     cast to json of her own function (which `to_json` would call); the
 //!     built-ins ordinary DDL uses (`serial`, `now()`, `gen_random_uuid()`, a granted
@@ -2092,7 +2092,7 @@ fn caller_rights(a: &mut Arena, out: &mut Vec<Outcome>) {
     // `current_setting('session_replication_role') = 'origin' OR ...` holds on the publisher
     // and not in an apply worker: the rest runs only on the subscriber, as an attacker would
     // have it, and mallory's own rows stay valid where she writes them.
-    let attacks: [(&str, &str, &str); 13] = [
+    let attacks: [(&str, &str, &str); 14] = [
         (
             "ALTER TABLE m_calls ADD CONSTRAINT c_sql CHECK (pg_catalog.query_to_xml('SELECT \
              public.mallory_escalate(''query_to_xml'')', false, false, '') IS NOT NULL)",
@@ -2166,6 +2166,13 @@ fn caller_rights(a: &mut Arena, out: &mut Vec<Outcome>) {
              pg_catalog.pg_replication_slot_advance('s', '0/0') IS NULL)",
             "ALTER TABLE",
             "which creates, reads, moves or drops replication slots",
+        ),
+        (
+            "ALTER TABLE m_calls ADD CONSTRAINT c_lock CHECK (pg_catalog.current_setting(\
+             'session_replication_role') OPERATOR(pg_catalog.=) 'origin' OR \
+             pg_catalog.pg_try_advisory_lock(42))",
+            "ALTER TABLE",
+            "an advisory lock the worker would hold until it exits",
         ),
         (
             "CREATE DOMAIN m_dom_sql AS int CHECK (pg_catalog.query_to_xml('SELECT \

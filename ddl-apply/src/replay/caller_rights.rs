@@ -100,6 +100,17 @@ pub const CALLER_RIGHTS: &[(&str, &[&str])] = &[
         &["pg_cancel_backend", "pg_terminate_backend"],
     ),
     (
+        "reaches the subscriber's other sessions from the apply worker (a notification, or an \
+         advisory lock the worker would hold until it exits)",
+        &[
+            "pg_notify",
+            "pg_advisory_lock",
+            "pg_advisory_lock_shared",
+            "pg_try_advisory_lock",
+            "pg_try_advisory_lock_shared",
+        ],
+    ),
+    (
         "creates, reads, moves or drops replication slots with its caller's rights",
         &[
             "pg_create_physical_replication_slot",

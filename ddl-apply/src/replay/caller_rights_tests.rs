@@ -58,6 +58,18 @@ mod tests {
     }
 
     #[pg_test]
+    fn notifications_and_session_advisory_locks_are_found() {
+        let found = judged(
+            "CREATE TABLE t (x int CHECK (pg_catalog.pg_notify('cache', x::text) IS NULL), \
+             y int CHECK (pg_catalog.pg_try_advisory_lock(y)), \
+             z int CHECK (pg_catalog.pg_try_advisory_xact_lock(z)))",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].contains("pg_notify(text,text), which reaches the subscriber's other"));
+        assert!(found[1].contains("pg_try_advisory_lock(bigint), which reaches"));
+    }
+
+    #[pg_test]
     fn sequences_must_be_constant_and_usable() {
         let found = judged(
             "CREATE TABLE t (a int DEFAULT pg_catalog.nextval('public.t_other'), \
