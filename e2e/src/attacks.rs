@@ -43,9 +43,9 @@
 //!     turning them into SECURITY INVOKER ones afterwards;
 //! 12. `caller_rights`: PostgreSQL's own functions that act with their caller's rights (run SQL
 //!     text, read relations, change superuser-only settings, sequences, large objects, other
-//!     sessions, advisory locks, replication slots) or that mallory may not execute, in CHECK constraints,
-//!     defaults and domains, which PostgreSQL 15 would run as the subscription owner, and a
-//!     cast to json of her own function (which `to_json` would call); the
+//!     sessions, advisory locks, replication slots) or that mallory may not execute, in CHECK
+//!     constraints, defaults and domains, which PostgreSQL 15 would run as the subscription
+//!     owner, and a cast to json of her own function (which `to_json` would call); the
 //!     built-ins ordinary DDL uses (`serial`, `now()`, `gen_random_uuid()`, a granted
 //!     sequence) still apply;
 //! 13. `session_leak`: a replayed statement's code changing the apply worker's own
