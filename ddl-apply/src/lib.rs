@@ -100,6 +100,7 @@ pub extern "C-unwind" fn _PG_init() {
     unsafe {
         local_change::clear_at_transaction_end();
         subscription::install_hook();
+        replay::created::install();
         replay::stats::init();
     }
 }

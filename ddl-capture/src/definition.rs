@@ -189,9 +189,11 @@ unsafe fn option(def: *mut pg_sys::DefElem) -> String {
         return name;
     }
     // SAFETY: a DefElem with a value, which defGetString gives as a NUL-terminated string
-    // (or raises PostgreSQL's ERROR for a value of no string form).
-    let value = unsafe { text(pg_sys::defGetString(def)) };
-    format!("{name} = '{}'", value.replace('\'', "''"))
+    // (or raises PostgreSQL's ERROR for a value of no string form); quote_literal_cstr returns
+    // a new string. PostgreSQL's own quoting: an E'' literal where the value has a backslash,
+    // so it reads back the same whatever standard_conforming_strings is where it is read.
+    let value = unsafe { text(pg_sys::quote_literal_cstr(pg_sys::defGetString(def))) };
+    format!("{name} = {value}")
 }
 
 /// `name` quoted as an identifier where it needs it, in UTF-8.

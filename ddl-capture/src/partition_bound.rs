@@ -56,7 +56,7 @@ pub unsafe fn evaluated(
         _ => return None, // hash: modulus and remainder are integers in the grammar
     };
     let start = usize::try_from(location).ok()?;
-    let end = sql_text::after_groups(query, start, groups)?;
+    let end = after_groups(query, start, groups)?;
     let stored = ddl_server::guc::with_settings(
         &[
             ("DateStyle", "ISO"),
@@ -155,148 +155,54 @@ unsafe fn literal(node: *mut pg_sys::Node) -> bool {
     }
 }
 
-/// Scanning SQL text without parsing it.
-pub mod sql_text {
-    /// The byte offset just after the `groups`-th top-level parenthesised group that starts at
-    /// or after `start` in `sql`, skipping string literals, quoted identifiers, dollar quotes
-    /// and comments; `None` when the text ends first.
-    pub fn after_groups(sql: &[u8], start: usize, groups: usize) -> Option<usize> {
-        let mut depth = 0usize;
-        let mut closed = 0usize;
-        let mut i = start;
-        while i < sql.len() {
-            match sql[i] {
-                b'(' => depth += 1,
-                b')' => {
-                    depth = depth.checked_sub(1)?;
-                    if depth == 0 {
-                        closed += 1;
-                        if closed == groups {
-                            return Some(i + 1);
+/// The byte offset just after the `groups`-th top-level parenthesised group that starts at
+/// or after `start` in `sql`, as PostgreSQL's own lexer reads the text (`core_yylex`, with this
+/// session's `standard_conforming_strings` and `backslash_quote`, as the parser read it): so
+/// literals of every kind, quoted identifiers, dollar quotes and comments are what the parser
+/// saw, never a guess of ours. `None` when the text ends first, or holds a NUL byte, or the
+/// lexer raises an error (the text was parsed already, so it does not; if it ever did, the
+/// statement would be recorded as the client wrote it rather than fail).
+fn after_groups(sql: &[u8], start: usize, groups: usize) -> Option<usize> {
+    let text = std::ffi::CString::new(sql.get(start..)?).ok()?;
+    pgrx::PgTryBuilder::new(|| {
+        // SAFETY: the scanner reads the NUL-terminated copy, keeps its state in `extra`, which
+        // outlives it, and is finished before both go; tokens are read until the end (0).
+        unsafe {
+            let mut extra: pg_sys::core_yy_extra_type = std::mem::zeroed();
+            let extra = &raw mut extra;
+            let scanner = pg_sys::scanner_init(
+                text.as_ptr(),
+                extra,
+                &raw const pg_sys::ScanKeywords,
+                (&raw const pg_sys::ScanKeywordTokens).cast(),
+            );
+            // The client was warned already when the statement was parsed.
+            (*extra).escape_string_warning = false;
+            let (mut depth, mut closed, mut end) = (0usize, 0usize, None);
+            loop {
+                let mut value: pg_sys::core_YYSTYPE = std::mem::zeroed();
+                let mut location = 0;
+                match u8::try_from(pg_sys::core_yylex(&mut value, &mut location, scanner)) {
+                    Ok(0) => break,
+                    Ok(b'(') => depth += 1,
+                    Ok(b')') => {
+                        let Some(d) = depth.checked_sub(1) else { break };
+                        depth = d;
+                        if depth == 0 {
+                            closed += 1;
+                            if closed == groups {
+                                end = usize::try_from(location).ok().map(|l| start + l + 1);
+                                break;
+                            }
                         }
                     }
+                    _ => {}
                 }
-                b'\'' => {
-                    let escapes = i > 0 && matches!(sql[i - 1], b'E' | b'e');
-                    i = after_quoted(sql, i, b'\'', escapes)?;
-                    continue;
-                }
-                b'"' => {
-                    i = after_quoted(sql, i, b'"', false)?;
-                    continue;
-                }
-                b'-' if sql.get(i + 1) == Some(&b'-') => {
-                    i = sql[i..].iter().position(|&b| b == b'\n').map(|n| i + n)?;
-                }
-                b'/' if sql.get(i + 1) == Some(&b'*') => {
-                    i = after_block_comment(sql, i)?;
-                    continue;
-                }
-                b'$' => {
-                    if let Some(end) = after_dollar_quote(sql, i) {
-                        i = end;
-                        continue;
-                    }
-                }
-                _ => {}
             }
-            i += 1;
+            pg_sys::scanner_finish(scanner);
+            end
         }
-        None
-    }
-
-    /// After the literal opened by `quote` at `open` (a doubled quote is part of it; with
-    /// `escapes`, so is a backslash-escaped byte).
-    fn after_quoted(sql: &[u8], open: usize, quote: u8, escapes: bool) -> Option<usize> {
-        let mut i = open + 1;
-        while i < sql.len() {
-            if escapes && sql[i] == b'\\' {
-                i += 2;
-                continue;
-            }
-            if sql[i] == quote {
-                if sql.get(i + 1) == Some(&quote) {
-                    i += 2;
-                    continue;
-                }
-                return Some(i + 1);
-            }
-            i += 1;
-        }
-        None
-    }
-
-    /// After the (nestable) comment opened at `open`.
-    fn after_block_comment(sql: &[u8], open: usize) -> Option<usize> {
-        let mut depth = 0usize;
-        let mut i = open;
-        while i + 1 < sql.len() {
-            match (sql[i], sql[i + 1]) {
-                (b'/', b'*') => {
-                    depth += 1;
-                    i += 2;
-                }
-                (b'*', b'/') => {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        return Some(i);
-                    }
-                }
-                _ => i += 1,
-            }
-        }
-        None
-    }
-
-    /// After the dollar-quoted string opening at `open` (`$tag$...$tag$`), if one opens there.
-    fn after_dollar_quote(sql: &[u8], open: usize) -> Option<usize> {
-        let tag_len = sql[open + 1..]
-            .iter()
-            .position(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80))?;
-        if sql.get(open + 1 + tag_len) != Some(&b'$') || sql[open + 1].is_ascii_digit() {
-            return None;
-        }
-        let tag = &sql[open..open + tag_len + 2];
-        let body = open + tag.len();
-        sql[body..]
-            .windows(tag.len())
-            .position(|w| w == tag)
-            .map(|n| body + n + tag.len())
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::after_groups;
-
-        fn bound<'a>(sql: &'a str, keyword: &str, groups: usize) -> Option<&'a str> {
-            let start = sql.find(keyword)?;
-            after_groups(sql.as_bytes(), start, groups).map(|end| &sql[start..end])
-        }
-
-        #[test]
-        fn finds_the_end_of_range_and_list_bounds() {
-            let sql = "CREATE TABLE p1 PARTITION OF p FOR VALUES FROM (now()) TO (MAXVALUE) PARTITION BY LIST (a)";
-            assert_eq!(bound(sql, "FROM", 2), Some("FROM (now()) TO (MAXVALUE)"));
-            let sql = "create table l1 partition of l for values in (('a'), lower('B')) with (fillfactor=70)";
-            assert_eq!(bound(sql, "in (", 1), Some("in (('a'), lower('B'))"));
-        }
-
-        #[test]
-        fn parentheses_in_literals_identifiers_and_comments_do_not_count() {
-            let sql = r#"... FOR VALUES IN (')', E'\')', "a)b", $x$)$x$ /* ) (/* ) */ */, 1 -- )
-            ) rest"#;
-            let start = sql.find("IN").unwrap();
-            let end = after_groups(sql.as_bytes(), start, 1).unwrap();
-            assert_eq!(&sql[end..], " rest");
-        }
-
-        #[test]
-        fn unterminated_text_gives_none() {
-            assert_eq!(after_groups(b"IN ('a", 0, 1), None);
-            assert_eq!(after_groups(b"IN (1", 0, 1), None);
-            assert_eq!(after_groups(b"FROM (1) TO (2", 0, 2), None);
-            assert_eq!(after_groups(b"IN (1))", 0, 2), None);
-        }
-    }
+    })
+    .catch_others(|_| None)
+    .execute()
 }

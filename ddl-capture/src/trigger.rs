@@ -590,6 +590,17 @@ fn dialect_setting<'a>() -> &'a [u8] {
     }
 }
 
+/// Whether the dialect setting is Babelfish's own, not a placeholder: any role may set an
+/// unknown `babelfishpg_tsql.*` setting on a server without Babelfish, which parses the
+/// statement as PostgreSQL all the same. Only a loaded library defines the variable. (Asked
+/// when the setting has a value, so it exists.)
+fn dialect_setting_is_defined() -> bool {
+    // SAFETY: a NUL-terminated name; missing_ok.
+    let flags =
+        unsafe { pg_sys::GetConfigOptionFlags(c"babelfishpg_tsql.sql_dialect".as_ptr(), true) };
+    u32::try_from(flags).is_ok_and(|f| f & pg_sys::GUC_CUSTOM_PLACEHOLDER == 0)
+}
+
 impl SessionKey {
     /// Whether the session still has the content read at this key.
     fn holds(&self) -> bool {
@@ -686,7 +697,7 @@ impl Session {
             )
         };
         Session {
-            dialect: if dialect.eq_ignore_ascii_case("tsql") {
+            dialect: if dialect.eq_ignore_ascii_case("tsql") && dialect_setting_is_defined() {
                 "tsql".into()
             } else {
                 "postgres".into()

@@ -49,7 +49,16 @@
 //!     built-ins ordinary DDL uses (`serial`, `now()`, `gen_random_uuid()`, a granted
 //!     sequence) still apply;
 //! 13. `session_leak`: a replayed statement's code changing the apply worker's own
-//!     search_path for the rest of its session.
+//!     search_path for the rest of its session;
+//! 14. `dump_script`: `copy_schema` of a publisher database whose objects' text holds lines
+//!     of pg_dump's own script: a `\restrict` line in a comment and a function body (once
+//!     dropped, the next object's name, SQL chosen by mallory, ran as the superuser creating
+//!     the subscription), pg_dump's closing comment in a body (which cut the script short),
+//!     and a subscriber-local role's comment holding a fake `-- Name: ...` header (which made
+//!     the publisher's `ENABLE ROW LEVEL SECURITY` count as already here);
+//! 15. `claims`: the dialect a statement claims: mallory setting the placeholder
+//!     `babelfishpg_tsql.sql_dialect = 'tsql'` on a server without Babelfish, and a sealed
+//!     record of dialect `tsql` whose relation is in another schema than the record says.
 //!
 //! Planted code calls `public.mallory_escalate`, which does harm only when it runs as a
 //! superuser: it writes a row into `attack_log` and makes mallory a superuser. The last
@@ -105,6 +114,8 @@ pub fn run() -> Vec<Outcome> {
     apply_time_code(&mut a, &mut out);
     caller_rights(&mut a, &mut out);
     session_leak(&mut a, &mut out);
+    dump_script(&mut a, &mut out);
+    claims(&mut a, &mut out);
     finally(&mut a, &mut out);
     out
 }
@@ -2284,6 +2295,223 @@ fn session_leak(a: &mut Arena, out: &mut Vec<Outcome>) {
         ),
     );
     a.reset_if_escalated("the session leak");
+}
+
+/// The database of class 14 on both nodes.
+const DUMPED: &str = "dumped";
+
+/// `sql` in database [`DUMPED`] of `pg`, as `role`: whether it succeeded, and its errors.
+fn in_dumped(pg: &Cluster, role: &str, sql: &str) -> (bool, String) {
+    let (ok, stderr) = psql_verbose(
+        pg,
+        DUMPED,
+        &format!("SET SESSION AUTHORIZATION {role};\n{sql};\n"),
+    );
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("ERROR:")).collect();
+    (ok, errors.join(" "))
+}
+
+/// One value from database [`DUMPED`] of `pg`, or the error as text.
+fn dumped_value(pg: &Cluster, sql: &str) -> String {
+    pg.psql(DUMPED, sql)
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|e| format!("error: {e}"))
+}
+
+fn dump_script(a: &mut Arena, out: &mut Vec<Outcome>) {
+    for pg in [a.publisher(), a.subscriber()] {
+        query(pg, &format!("CREATE DATABASE {DUMPED}"));
+        let (ok, errors) = in_dumped(
+            pg,
+            SUPERUSER,
+            "CREATE EXTENSION ddl_sync; GRANT CREATE ON SCHEMA public TO PUBLIC",
+        );
+        assert!(ok, "{}: {errors}", pg.name());
+    }
+    let (ok, errors) = in_dumped(
+        a.publisher(),
+        SUPERUSER,
+        "CREATE TABLE public.attack_log (what text);
+         CREATE TABLE public.tenant_rows (tenant text, v text);
+         ALTER TABLE public.tenant_rows ENABLE ROW LEVEL SECURITY;
+         CREATE POLICY own ON public.tenant_rows USING (tenant = current_user);
+         GRANT SELECT ON public.tenant_rows TO mallory;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    assert!(ok, "{errors}");
+    // The name that follows the comment in pg_dump's order is SQL once the comment's literal
+    // has lost its closing quote.
+    let injected = "zz_dump_b';SELECT public.mallory_escalate('dump')--";
+    let (mallory_ok, mallory_errors) = in_dumped(
+        a.publisher(),
+        MALLORY,
+        &format!(
+            "{};
+             CREATE TABLE public.zz_dump_a (v int);
+             COMMENT ON TABLE public.zz_dump_a IS 'harmless\n\\restrict x';
+             CREATE TABLE public.\"{injected}\" (v int);
+             CREATE FUNCTION public.mallory_body() RETURNS text LANGUAGE sql AS
+               $f$ SELECT 'a
+\\unrestrict x
+'::text $f$;
+             CREATE FUNCTION public.mallory_trailer() RETURNS int LANGUAGE sql AS $f$
+--
+-- PostgreSQL database dump complete
+--
+SELECT 1 $f$",
+            escalate_sql(MALLORY, "attack_log")
+        ),
+    );
+    // Eve, a role of the subscriber's alone, comments on her own table with the text of the
+    // publisher's ROW SECURITY entry as pg_dump's plain script prints it.
+    let (eve_ok, eve_errors) = in_dumped(
+        a.subscriber(),
+        EVE,
+        "CREATE TABLE public.eve_notes (v text);
+         COMMENT ON TABLE public.eve_notes IS 'notes\n\n--\n-- Name: tenant_rows; Type: ROW \
+         SECURITY; Schema: public; Owner: postgres\n--\n\nALTER TABLE public.tenant_rows ENABLE ROW \
+         LEVEL SECURITY;\n\nSET x'",
+    );
+    let (copied, copy_errors) = psql_verbose(
+        a.subscriber(),
+        DUMPED,
+        &format!(
+            // The harness's subscriber does not preload ddl_sync: a call loads its hook.
+            "SELECT ddl_sync.library_version();
+             CREATE SUBSCRIPTION dump_copy CONNECTION '{}' PUBLICATION p \
+             WITH (ddl = 'all', copy_schema = true, copy_data = false);",
+            a.publisher().connstr(DUMPED)
+        ),
+    );
+    let (clean, seen) = a.unescalated();
+    let copy = format!(
+        "set-up: mallory {mallory_ok} {mallory_errors}, eve {eve_ok} {eve_errors}; \
+         CREATE SUBSCRIPTION: {copied} {}",
+        copy_errors
+            .lines()
+            .filter(|l| l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let same = |sql: &str| {
+        let (p, s) = (
+            dumped_value(a.publisher(), sql),
+            dumped_value(a.subscriber(), sql),
+        );
+        (
+            p == s && !p.starts_with("error"),
+            format!("publisher {p:?}, subscriber {s:?}"),
+        )
+    };
+    let (comment_same, comment) =
+        same("SELECT obj_description('public.zz_dump_a'::regclass, 'pg_class')");
+    let (named_same, named) = same(&format!(
+        "SELECT to_regclass('public.\"{}\"') IS NOT NULL",
+        injected.replace('\'', "''")
+    ));
+    push(
+        out,
+        "mallory: a comment on table zz_dump_a whose second line is `\\restrict x`, then a table \
+         named `zz_dump_b';SELECT public.mallory_escalate('dump')--`; a superuser runs \
+         CREATE SUBSCRIPTION ... WITH (copy_schema = true) on a new database",
+        "the copy makes both objects as they are on the publisher (the comment's text whole, the \
+         name a name): nothing runs as the superuser copying, mallory stays an ordinary role",
+        mallory_ok && copied && clean && comment_same && named_same,
+        format!("{copy}; comment: {comment}; the table: {named}; {seen}"),
+    );
+    let (body_same, body) = same("SELECT prosrc FROM pg_proc WHERE proname = 'mallory_body'");
+    push(
+        out,
+        "mallory: a function body with the line `\\unrestrict x`",
+        "copied with its body whole",
+        copied && body_same,
+        format!("{copy}; body: {body}"),
+    );
+    let (trailer_same, trailer) =
+        same("SELECT prosrc FROM pg_proc WHERE proname = 'mallory_trailer'");
+    push(
+        out,
+        "mallory: a function body holding pg_dump's closing comment \
+         (`--` / `-- PostgreSQL database dump complete` / `--`)",
+        "the copy is not cut short there: it succeeds, with the body whole",
+        copied && trailer_same,
+        format!("{copy}; body: {trailer}"),
+    );
+    let (rls_same, rls) =
+        same("SELECT relrowsecurity FROM pg_class WHERE oid = 'public.tenant_rows'::regclass");
+    push(
+        out,
+        "eve (subscriber only): a comment on her own table holding the text of the publisher's \
+         `-- Name: tenant_rows; Type: ROW SECURITY` entry; then the copy compares with the \
+         objects already here",
+        "row security is enabled on the copied tenant_rows as on the publisher: no text of an \
+         object makes another object count as here already",
+        eve_ok && copied && rls_same,
+        format!("{copy}; row security: {rls}"),
+    );
+    let (dropped, drop_errors) =
+        psql_verbose(a.subscriber(), DUMPED, "DROP SUBSCRIPTION dump_copy;");
+    let r = a.round();
+    push(
+        out,
+        "after the copies: the subscription of the copy dropped (its slot with it)",
+        "replication of the attacked subscription goes on",
+        dropped && r.continues(),
+        format!("drop: {dropped} {drop_errors}; {}", r.describe()),
+    );
+    a.reset_if_escalated("the dump script");
+}
+
+fn claims(a: &mut Arena, out: &mut Vec<Outcome>) {
+    query(a.publisher(), "CREATE SCHEMA claimed_elsewhere");
+    let r = a.round();
+    setup(out, "a superuser creates schema claimed_elsewhere", &r, 1);
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "SET babelfishpg_tsql.sql_dialect = 'tsql'; CREATE TABLE public.m_dialect (v int)",
+    );
+    let r = a.round();
+    let dialect = query(
+        a.subscriber(),
+        "SELECT coalesce(string_agg(dialect, ','), 'none') FROM ddl_sync.events
+          WHERE object_identity = 'public.m_dialect'",
+    );
+    push(
+        out,
+        "mallory: SET babelfishpg_tsql.sql_dialect = 'tsql' (a placeholder: no Babelfish here), \
+         then CREATE TABLE m_dialect",
+        "recorded as dialect postgres, which PostgreSQL's parser really read it as, and checked \
+         and applied as such",
+        r.logged("applied", "CREATE TABLE", "") && dialect == "postgres" && a.exists("m_dialect"),
+        format!("{}; dialect on the subscriber: {dialect}", r.describe()),
+    );
+    let key = record_key(a.publisher());
+    let record = DdlRecord {
+        origin: captured_on(a.pub_sysid),
+        dialect: "tsql",
+        ..forged(
+            "CREATE TABLE",
+            "table",
+            "public.claim_t",
+            "CREATE TABLE claimed_elsewhere.claim_t (v int)",
+        )
+    };
+    query(a.publisher(), &sealed_emit_sql(&key, &record, true));
+    let r = a.round();
+    push(
+        out,
+        "superuser with the key: a sealed record of dialect tsql claiming schema public, whose \
+         statement creates claimed_elsewhere.claim_t",
+        "refused: the statement the tsql adapter runs is checked like a postgres one, its \
+         relation's schema here included, so the claimed dialect skips no check",
+        r.logged(
+            "refused",
+            "CREATE TABLE",
+            "is in schema \"claimed_elsewhere\" here, but the event was judged as in schema \"public\"",
+        ) && !a.exists("claimed_elsewhere.claim_t"),
+        r.describe(),
+    );
 }
 
 fn finally(a: &mut Arena, out: &mut Vec<Outcome>) {

@@ -3,11 +3,11 @@
 
 use crate::replication::query;
 use ddl_testkit::Cluster;
-use pg_dump_script::Script;
+use pg_dump_archive::{Archive, Entry};
 use std::collections::BTreeMap;
 
-/// `pg_dump --schema-only` of database `postgres`, cut into pg_dump's blocks (one object each,
-/// starting at its `-- Name: ...; Type: ...` header), without what is each node's own.
+/// `pg_dump --schema-only` of database `postgres` as pg_dump's blocks (one archive entry each:
+/// see [`dump_blocks`]), without what is each node's own.
 ///
 /// Taken out, and why:
 /// - publications and subscriptions: the replication set-up, different on each side by design;
@@ -21,17 +21,19 @@ pub fn schema(pg: &Cluster) -> Vec<String> {
 
 /// [`schema`] of database `db`.
 pub fn schema_in(pg: &Cluster, db: &str) -> Vec<String> {
-    let mut blocks = dump_blocks(pg, db);
-    blocks.retain(|b| !node_local(b));
-    blocks
+    dump_blocks_where(pg, db, |e| !node_local(e))
 }
 
-/// `pg_dump --schema-only` of database `db`, cut into pg_dump's blocks (see [`schema`]), without
-/// the `\restrict`/`\unrestrict` lines: pg_dump (15.14 and later) writes a random key there on
-/// every run.
+/// `pg_dump --schema-only` of database `db` as one block per entry of its archive's table of
+/// contents (`--format=custom`): the entry's type, schema, name, owner, tablespace and access
+/// method, then its SQL, as pg_dump wrote it.
 pub fn dump_blocks(pg: &Cluster, db: &str) -> Vec<String> {
+    dump_blocks_where(pg, db, |_| true)
+}
+
+fn dump_blocks_where(pg: &Cluster, db: &str, keep: impl Fn(&Entry<'_>) -> bool) -> Vec<String> {
     let out = std::process::Command::new(pg.bin("pg_dump"))
-        .args(["--schema-only", "--no-password", "-d"])
+        .args(["--schema-only", "--format=custom", "--no-password", "-d"])
         .arg(pg.connstr(db))
         .output()
         .unwrap_or_else(|e| panic!("cannot run pg_dump: {e}"));
@@ -42,28 +44,36 @@ pub fn dump_blocks(pg: &Cluster, db: &str) -> Vec<String> {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    blocks(&String::from_utf8_lossy(&out.stdout))
-}
-
-/// The preamble, then each block with the settings pg_dump wrote before it (a table's access
-/// method is one).
-fn blocks(dump: &str) -> Vec<String> {
-    let script = Script::parse(dump);
-    std::iter::once(script.preamble)
-        .chain(script.blocks.into_iter().map(|b| b.context + &b.text))
+    let archive = Archive::parse(&out.stdout)
+        .unwrap_or_else(|e| panic!("pg_dump of {} (database {db}): {e}", pg.name()));
+    archive
+        .entries
+        .iter()
+        .filter(|e| keep(e))
+        .map(block)
         .collect()
 }
 
-/// Whether a block is one of the objects [`schema`] leaves out.
-fn node_local(block: &str) -> bool {
-    let Some(block) = Script::parse(block).blocks.pop() else {
-        return false;
-    };
-    block.kind.starts_with("PUBLICATION")
-        || block.kind == "SUBSCRIPTION"
-        || block.schema.as_deref() == Some("ddl_sync")
-        || block.name == "ddl_sync"
-        || block.name == "EXTENSION ddl_sync"
+/// An entry as a block of text: a header line with its fields, then its SQL.
+fn block(e: &Entry<'_>) -> String {
+    let field = |v: Option<&str>| v.unwrap_or("-").to_string();
+    format!(
+        "-- {}; Owner: {}; Tablespace: {}; Access method: {}\n{}\n",
+        e.describe(),
+        field(e.owner),
+        field(e.tablespace),
+        field(e.table_am),
+        e.definition.unwrap_or_default()
+    )
+}
+
+/// Whether an entry is one of the objects [`schema`] leaves out.
+fn node_local(e: &Entry<'_>) -> bool {
+    e.desc.starts_with("PUBLICATION")
+        || e.desc == "SUBSCRIPTION"
+        || e.namespace == Some("ddl_sync")
+        || e.tag == "ddl_sync"
+        || e.tag == "EXTENSION ddl_sync"
 }
 
 /// Panics, showing the differences, unless both nodes' [`schema`] are equal.
@@ -200,19 +210,38 @@ pub fn assert_all_applied(subscriber: &Cluster) {
 mod tests {
     use super::*;
 
+    fn entry<'a>(desc: &'a str, namespace: Option<&'a str>, tag: &'a str) -> Entry<'a> {
+        Entry {
+            id: 1,
+            desc,
+            tag,
+            namespace,
+            owner: Some("postgres"),
+            tablespace: None,
+            table_am: None,
+            section: pg_dump_archive::Section::PreData,
+            definition: Some("CREATE ...;\n"),
+            drop_statement: None,
+            dependencies: Vec::new(),
+        }
+    }
+
     #[test]
-    fn node_local_blocks_and_restrict_keys_go() {
-        let dump = "--\n-- PostgreSQL database dump\n--\n\n\\restrict abc\n\nSET x = 0;\n\n\
-            --\n-- Name: ddl_sync; Type: EXTENSION; Schema: -; Owner: -\n--\n\nCREATE EXTENSION ddl_sync;\n\n\
-            --\n-- Name: EXTENSION ddl_sync; Type: COMMENT; Schema: -; Owner: \n--\n\nCOMMENT ON EXTENSION ddl_sync IS 'x';\n\n\
-            --\n-- Name: t; Type: TABLE; Schema: public; Owner: postgres\n--\n\nCREATE TABLE public.t (a int);\n\n\
-            --\n-- Name: p; Type: PUBLICATION; Schema: -; Owner: postgres\n--\n\nCREATE PUBLICATION p;\n\n\
-            \\unrestrict abc\n";
-        let mut got = blocks(dump);
-        assert_eq!(got.len(), 5, "{got:#?}");
-        got.retain(|b| !node_local(b));
-        assert_eq!(got.len(), 2, "{got:#?}");
-        assert!(got[0].contains("SET x = 0;") && !got[0].contains("restrict"));
-        assert!(got[1].starts_with("--\n-- Name: t; Type: TABLE;"));
+    fn node_local_entries_go() {
+        for e in [
+            entry("EXTENSION", None, "ddl_sync"),
+            entry("COMMENT", None, "EXTENSION ddl_sync"),
+            entry("PUBLICATION", None, "p"),
+            entry("PUBLICATION TABLE", Some("public"), "p t"),
+            entry("TABLE", Some("ddl_sync"), "events"),
+        ] {
+            assert!(node_local(&e), "{e:?}");
+        }
+        let t = entry("TABLE", Some("public"), "t");
+        assert!(!node_local(&t));
+        assert_eq!(
+            block(&t),
+            "-- TABLE public.t; Owner: postgres; Tablespace: -; Access method: -\nCREATE ...;\n\n"
+        );
     }
 }

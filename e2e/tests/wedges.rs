@@ -181,6 +181,9 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
              FOR VALUES FROM (now() - interval '1 second') TO (MAXVALUE);
          CREATE TABLE by_text (k text) PARTITION BY LIST (k);
          CREATE TABLE by_text_1 PARTITION OF by_text FOR VALUES IN ('a', 'b(');
+         CREATE TABLE by_len (n int) PARTITION BY LIST (n);
+         CREATE TABLE by_len_1 PARTITION OF by_len
+             FOR VALUES IN (length(name'\\')) /* ')) WITH (fillfactor = 10) -- */;
          INSERT INTO events_by_time VALUES (now(), 'now');",
     );
     // Later than the publisher's bound: the subscriber would put the row elsewhere, or nowhere,
@@ -188,8 +191,22 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
     std::thread::sleep(Duration::from_millis(1100));
     stream_goes_on(&publisher, &subscriber, 1);
     let bounds = "SELECT string_agg(relname || ' ' || pg_get_expr(relpartbound, oid), E'\\n' ORDER BY relname)
-                    FROM pg_class WHERE relname IN ('events_old', 'events_new', 'by_text_1')";
+                    FROM pg_class WHERE relname IN ('events_old', 'events_new', 'by_text_1', 'by_len_1')";
     assert_eq!(query(&subscriber, bounds), query(&publisher, bounds));
+    // `name'\'` is a typed literal, not an E'' string, and the bound ends where PostgreSQL's
+    // lexer says: the comment after it stays a comment (a scanner of our own cut the bound
+    // inside it, and the subscriber ran the rest of the comment as part of the statement).
+    let options = "SELECT coalesce(array_to_string(reloptions, ','), 'none') FROM pg_class
+                    WHERE relname = 'by_len_1'";
+    assert_eq!(query(&subscriber, options), "none");
+    assert!(
+        query(
+            &subscriber,
+            "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.by_len_1'"
+        )
+        .ends_with("FOR VALUES IN (1) /* ')) WITH (fillfactor = 10) -- */"),
+        "the comment is carried as a comment"
+    );
     assert_eq!(query(&subscriber, "SELECT note FROM events_new"), "now");
     let sql = query(
         &subscriber,
@@ -503,5 +520,36 @@ fn settings_that_change_what_a_statement_means_hold_around_it() {
              ran with this server's"
         ),
         "{log:?}"
+    );
+}
+
+#[test]
+fn tables_made_by_any_statement_are_registered_and_get_their_rows() {
+    let (publisher, subscriber) = subscribed_pair("wedge-schema-elements", "skip");
+    // Tables that no replayed CREATE TABLE makes: a schema's elements (PostgreSQL's apply
+    // worker dropped their rows without a word while they were not in pg_subscription_rel).
+    query(
+        &publisher,
+        "CREATE SCHEMA elements CREATE TABLE inside (id int PRIMARY KEY, v text)
+                                CREATE TABLE also (id int PRIMARY KEY);
+         INSERT INTO elements.inside VALUES (1, 'one');
+         INSERT INTO elements.also VALUES (2);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(srrelid::regclass::text || ' ' || srsubstate::text, ','
+                               ORDER BY srrelid::regclass::text)
+               FROM pg_subscription_rel WHERE srrelid::regclass::text LIKE 'elements.%'"
+        ),
+        "elements.also r,elements.inside r"
+    );
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT (SELECT v FROM elements.inside) || (SELECT id FROM elements.also)"
+        ),
+        "one2"
     );
 }

@@ -111,7 +111,12 @@ impl Subscription {
     ///
     /// Every replayed CREATE TABLE comes here, so it asks the catalog caches, not SPI.
     pub fn register_ready(&self, identity: &str) -> Option<String> {
-        let relid = relation_named(identity)?;
+        self.register_relation(relation_named(identity)?)
+    }
+
+    /// [`Self::register_ready`] of relation `relid` (nothing for one that is not a table, or is
+    /// gone again).
+    pub fn register_relation(&self, relid: pg_sys::Oid) -> Option<String> {
         // SAFETY: a syscache lookup ('\0' for a relation that is gone).
         let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
         let is_table =
@@ -120,7 +125,7 @@ impl Subscription {
             return None;
         }
         if let Some(columns) = uncarriable_columns(relid) {
-            return Some(not_applied_note(identity, &columns));
+            return Some(not_applied_note(&display_name(relid), &columns));
         }
         subscription_rel::add_ready(self.oid, relid);
         None
@@ -134,20 +139,25 @@ impl Subscription {
         if !subscription_rel::contains(self.oid, relid) {
             return None;
         }
-        // SAFETY: catalog cache lookups of an existing relation: its name as `::regclass::text`
-        // gives it (schema-qualified when the search_path does not find it), a new string.
-        let name = unsafe {
-            let relname = pg_sys::get_rel_name(relid);
-            let quoted = if pg_sys::RelationIsVisible(relid) {
-                pg_sys::quote_identifier(relname)
-            } else {
-                let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
-                pg_sys::quote_qualified_identifier(schema, relname)
-            };
-            ddl_server::text::utf8_ptr(quoted)
-        };
+        let name = display_name(relid);
         subscription_rel::remove(self.oid, relid);
         Some(not_applied_note(&name, &columns))
+    }
+}
+
+/// Relation `relid`'s name as `::regclass::text` gives it (schema-qualified when the
+/// search_path does not find it).
+fn display_name(relid: pg_sys::Oid) -> String {
+    // SAFETY: catalog cache lookups of an existing relation, a new string.
+    unsafe {
+        let relname = pg_sys::get_rel_name(relid);
+        let quoted = if pg_sys::RelationIsVisible(relid) {
+            pg_sys::quote_identifier(relname)
+        } else {
+            let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+            pg_sys::quote_qualified_identifier(schema, relname)
+        };
+        ddl_server::text::utf8_ptr(quoted)
     }
 }
 

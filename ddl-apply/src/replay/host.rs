@@ -17,6 +17,9 @@ use std::ffi::{CStr, CString};
 struct Claim {
     tag: String,
     kind: &'static str,
+    /// The schema the subscription's rules judged the event by: a statement whose relation
+    /// resolves to another one here is refused.
+    schema: Option<String>,
     /// The search_path and settings the statement ran with on its origin (see `settings.rs`),
     /// set only while a claimed statement is checked and runs.
     settings: Vec<(String, String)>,
@@ -45,6 +48,7 @@ impl ServerHost {
         let claim = Claim {
             tag: checked.tag.clone(),
             kind: checked.kind.token(),
+            schema: checked.schema.clone(),
             settings,
             refusal: None,
             notes: Vec::new(),
@@ -244,9 +248,9 @@ pub fn replaying() -> bool {
 /// Checks `sql` against the claim of the event being replayed and runs it from its parse tree.
 /// A refused statement is not run: the outcome is fatal and the row will say `refused`.
 pub fn execute_claimed(sql: &str) -> Outcome {
-    let Some((tag, kind, settings)) = CLAIM.with_borrow(|c| {
+    let Some((tag, kind, schema, settings)) = CLAIM.with_borrow(|c| {
         c.as_ref()
-            .map(|c| (c.tag.clone(), c.kind, c.settings.clone()))
+            .map(|c| (c.tag.clone(), c.kind, c.schema.clone(), c.settings.clone()))
     }) else {
         return Outcome::fatal("no DDL event is being replayed");
     };
@@ -256,8 +260,19 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         .collect();
     // Names resolve, and literals parse, as the statement will: with the event's settings.
     let checked = with_settings(&settings, || {
-        statement::parse_one(sql)
-            .and_then(|parsed| statement::check_parsed(&parsed, &tag, kind).map(|_| parsed))
+        let parsed = statement::parse_one(sql)?;
+        let here = statement::check_parsed(&parsed, &tag, kind)?.schema;
+        match (&here, &schema) {
+            (Some(here), judged) if judged.as_ref() != Some(here) => Err(format!(
+                "its relation is in schema \"{here}\" here, but the event was judged as {}",
+                judged
+                    .as_ref()
+                    .map_or("naming no schema".to_string(), |j| format!(
+                        "in schema \"{j}\""
+                    ))
+            )),
+            _ => Ok(parsed),
+        }
     });
     let parsed = match checked {
         Ok(parsed) => parsed,

@@ -17,6 +17,7 @@ pub(crate) mod apply_code;
 pub(crate) mod applying;
 mod c_abi;
 mod caller_rights;
+pub(crate) mod created;
 mod detach;
 mod generated;
 mod host;
@@ -353,29 +354,34 @@ fn decide_and_run(
             format!("no adapter for SQL dialect \"{}\"", event.dialect),
         ));
     };
-    let mut verdict = run(
-        adapter,
-        event,
-        &settings,
-        &checked,
-        config.conflict,
-        config.fallback_role.as_deref(),
-        subscription.oid,
-    );
+    let (mut verdict, created) = created::watching(|| {
+        run(
+            adapter,
+            event,
+            &settings,
+            &checked,
+            config.conflict,
+            config.fallback_role.as_deref(),
+            subscription.oid,
+        )
+    });
     verdict.adapter = Some(adapter.name().to_string());
     verdict.add_notes(setting_notes);
     if verdict.status == "applied" {
-        let note = if checked.creates_table() {
-            subscription.register_ready(event.object_identity)
-        } else {
+        // Every table the statement made, whatever its tag; the table an ALTER changed.
+        let mut notes: Vec<String> = created
+            .iter()
+            .filter_map(|&relid| subscription.register_relation(relid))
+            .collect();
+        notes.extend(
             checked
                 .altered
-                .and_then(|relid| subscription.recheck_columns(relid))
-        };
-        if let Some(note) = &note {
+                .and_then(|relid| subscription.recheck_columns(relid)),
+        );
+        for note in notes {
             warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
+            verdict.add_notes(Some(note));
         }
-        verdict.add_notes(note);
         let table = if checked.creates_table() {
             applying::relation_named(event.object_identity)
         } else {
@@ -389,9 +395,11 @@ fn decide_and_run(
 }
 
 /// The statement of a `postgres` event is checked now, with this server's parser. Another
-/// dialect's text is not PostgreSQL's (backquotes, T-SQL): the row's claimed tag and kind stand
-/// in for the subscription's kinds and rules, and every statement the adapter runs is checked
-/// against that claim when it runs (`host::execute_claimed`).
+/// dialect's text is not PostgreSQL's (backquotes, T-SQL): the row's claimed tag, kind and
+/// schema stand in for the subscription's kinds and rules, and every statement the adapter runs
+/// is checked against that claim when it runs (`host::execute_claimed`), its relation's schema
+/// as resolved here included: so no claim of a dialect skips the checks a `postgres` event
+/// gets.
 fn check(event: &Event<'_>) -> Result<Checked, String> {
     if event.dialect.eq_ignore_ascii_case("postgres") {
         return statement::check(event.sql, event.command_tag, event.kind);
@@ -409,7 +417,7 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
     Ok(Checked {
         tag: event.command_tag.to_string(),
         kind,
-        schema: None,
+        schema: (!event.schema_name.is_empty()).then(|| event.schema_name.to_string()),
         altered: None,
     })
 }

@@ -17,8 +17,9 @@
 //! the statements that made those tables (`pg_stat_subscription`), as the guide says.
 
 use super::copy_schema::{self, Copied, Steps, Take};
+use super::dump::Dump;
 use ddl_server::options::{bool_value, find};
-use pg_dump_script::{Block, Script};
+use pg_dump_archive::Entry;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
@@ -181,32 +182,30 @@ fn copy_missing_tables(
     step("checking that the roles of the publisher's objects exist here");
     copy_schema::check_roles(&publisher);
     step("dumping the publisher's schema");
-    let published = Script::parse(&copy_schema::dump(conninfo, &[], "the publisher"));
+    let published = Dump::of(conninfo, &[], "the publisher");
     let tables: Vec<String> = missing
         .iter()
         .map(|(schema, table)| format!("--table={}.{}", pattern(schema), pattern(table)))
         .collect();
-    let theirs = Script::parse(&copy_schema::dump(
-        conninfo,
-        &tables,
-        "the publisher's tables",
-    ));
-    let of_tables: HashSet<_> = theirs.blocks.iter().map(Block::key).collect();
+    let theirs = Dump::of(conninfo, &tables, "the publisher's tables");
+    let theirs = theirs.toc();
+    let of_tables: HashSet<_> = theirs.entries.iter().map(Entry::key).collect();
     // A sequence no column owns goes with no table: made when missing, like a type.
-    let owned: HashSet<_> = published
-        .blocks
+    let toc = published.toc();
+    let owned: HashSet<_> = toc
+        .entries
         .iter()
-        .filter(|b| b.kind == "SEQUENCE OWNED BY")
-        .map(|b| (b.schema.as_deref(), b.name.as_str()))
+        .filter(|e| e.desc == "SEQUENCE OWNED BY")
+        .map(|e| (e.namespace, e.tag))
         .collect();
     let local = copy_schema::local_dump(&step);
-    let made = copy_schema::missing_here(&published, Some(&local), |block| {
-        let target = target_type(block);
-        if of_tables.contains(&block.key()) {
+    let made = copy_schema::missing_here(&published, Some(&local), |entry| {
+        let target = target_type(entry);
+        if of_tables.contains(&entry.key()) {
             Take::Strict
         } else if target == "SEQUENCE" {
-            let name = block.name.strip_prefix("SEQUENCE ").unwrap_or(&block.name);
-            if owned.contains(&(block.schema.as_deref(), name)) {
+            let name = entry.tag.strip_prefix("SEQUENCE ").unwrap_or(entry.tag);
+            if owned.contains(&(entry.namespace, name)) {
                 Take::No
             } else {
                 Take::WhenMissing
@@ -305,13 +304,13 @@ const RELATION: [&str; 19] = [
 
 /// The type of the object an entry is about: its own, or for a comment, privileges or a
 /// security label, the type its name starts with (`TABLE t`, `COLUMN t.c`, `SEQUENCE s`).
-fn target_type(block: &Block) -> &str {
-    match block.kind.as_str() {
+fn target_type<'a>(entry: &Entry<'a>) -> &'a str {
+    match entry.desc {
         "COMMENT" | "ACL" | "SECURITY LABEL" => RELATION
             .iter()
             .filter(|r| {
-                block
-                    .name
+                entry
+                    .tag
                     .strip_prefix(**r)
                     .is_some_and(|rest| rest.starts_with(' '))
             })

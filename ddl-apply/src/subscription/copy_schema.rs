@@ -12,11 +12,13 @@
 //!    otherwise one ERROR names them all, before anything is changed;
 //! 2. the slot, made with plugin `ddl_pgoutput` and an exported snapshot (`CREATE_REPLICATION_SLOT
 //!    ... (SNAPSHOT 'export')`), which stays valid while the replication connection is idle;
-//! 3. the dump: this server's `pg_dump --schema-only --snapshot=...` of the publisher's database
-//!    (without publications, subscriptions and the `ddl_sync` schema, which is node-local), in
-//!    this database's encoding. `pg_dump` refuses a server newer than itself, so a publisher of
-//!    a newer major version than this server is an ERROR before step 1;
-//! 4. the script runs here through SPI, its settings undone afterwards; where rows will be
+//! 3. the dump: this server's `pg_dump --format=custom --schema-only --snapshot=...` of the
+//!    publisher's database (without publications, subscriptions and the `ddl_sync` schema, which
+//!    is node-local), in this database's encoding. `pg_dump` refuses a server newer than itself,
+//!    so a publisher of a newer major version than this server is an ERROR before step 1;
+//! 4. pg_restore writes the SQL of the archive's entries to make (chosen by dump ID from its
+//!    table of contents, never by reading SQL: see [`super::dump`]), which runs here through SPI,
+//!    its settings undone afterwards; where rows will be
 //!    applied as the subscription owner (PostgreSQL 15, or `run_as_owner = true`), code that
 //!    the copy attached to tables and that would run with the owner's rights (triggers and
 //!    rules enabled ALWAYS or REPLICA on tables of roles that are not superusers, expressions
@@ -27,26 +29,24 @@
 //! a failure leaves neither a subscription nor a slot nor half a schema behind.
 //!
 //! A database that has objects of its own is compared first (step 3½): pg_dump of this
-//! database, cut into the same blocks as the publisher's ([`pg_dump_script`]); an object that is
-//! here with the same text is kept, one that differs is an ERROR listing them all, and only the
-//! missing ones run. The comparison connects to this server over its Unix socket as the current
+//! database, read into the same table of contents as the publisher's ([`pg_dump_archive`]); an
+//! entry that is here with the same definition and owner is kept, one that differs is an ERROR
+//! listing them all, and only the missing ones run. The comparison connects to this server over its Unix socket as the current
 //! user, which pg_hba.conf must allow.
 
+use super::dump::{self, Dump};
 use super::publisher::Publisher;
 use crate::privilege::AsCatalogOwner;
 use crate::replay::activity::Activity;
 use crate::replay::apply_code::{self, Author};
 use ddl_server::xact::in_subtransaction;
-use pg_dump_script::{Block, Script};
+use pg_dump_archive::Entry;
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::PgLogLevel;
 use std::collections::HashMap;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::PathBuf;
-use std::process::Command;
 
 /// What the copy needs from the statement.
 pub(super) struct Plan<'a> {
@@ -231,14 +231,13 @@ fn copy_in_snapshot(
     step: &dyn Fn(&str),
 ) -> Result<Copied, String> {
     step("dumping the publisher's schema as of the slot's snapshot");
-    let published = dump(
+    let published = Dump::of(
         plan.conninfo,
         &[format!("--snapshot={snapshot}")],
         "the publisher",
     );
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
-    let published = Script::parse(&published);
     let local = has_objects_of_its_own().then(|| local_dump(step));
     let missing = missing_here(&published, local.as_ref(), |_| Take::Strict);
     let moved = make(&missing, plan.runs_as_owner, &sequences, step)?;
@@ -369,53 +368,12 @@ pub(super) fn check_roles(publisher: &Publisher) {
     .report(PgLogLevel::ERROR);
 }
 
-/// This server's `pg_dump --schema-only` of the database `conninfo` names (`whose`, for
-/// messages), with `args` (`--snapshot=...`, `--table=...`), as SQL in this database's encoding.
-pub(super) fn dump(conninfo: &str, args: &[String], whose: &str) -> String {
-    let file = TempFile::new("dump.sql");
-    let errors = TempFile::new("dump.err");
-    let (conninfo, password) = split_password(conninfo);
-    let mut command = Command::new(pg_dump_path());
-    command
-        .args([
-            "--schema-only",
-            "--no-publications",
-            "--no-subscriptions",
-            "--no-password",
-            // ddl_sync is here already (the subscription's options need it): its schema holds
-            // the node's own configuration and apply log, never the publisher's.
-            "--exclude-schema=ddl_sync",
-        ])
-        .args(args)
-        .arg(format!("--encoding={}", database_encoding()))
-        .arg(format!("--file={}", file.0.display()))
-        .arg(format!("--dbname={conninfo}"))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(errors.writer());
-    if let Some(password) = password {
-        command.env("PGPASSWORD", password);
-    }
-    let status = wait(command);
-    if !status.success() {
-        let said = std::fs::read_to_string(&errors.0).unwrap_or_default();
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
-            format!("pg_dump of {whose} failed ({status}): {}", said.trim())
-        );
-    }
-    let bytes = std::fs::read(&file.0)
-        .unwrap_or_else(|e| error!("cannot read pg_dump's output {}: {e}", file.0.display()));
-    String::from_utf8(bytes).unwrap_or_else(|_| error!("pg_dump's output is not valid UTF-8"))
-}
-
-/// How an object (a block) of the publisher's dump is taken.
+/// How an entry of the publisher's archive is taken.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Take {
     No,
-    /// Made when it is missing here, kept when it is here with the same text; here with
-    /// another text, it is one of the ERROR's list.
+    /// Made when it is missing here, kept when it is here with the same definition; here with
+    /// another, it is one of the ERROR's list.
     Strict,
     /// Made when it is missing here, left as it is when it is here already.
     WhenMissing,
@@ -431,49 +389,49 @@ pub(super) struct Missing {
     pub sequences: Vec<(String, String)>,
 }
 
-/// What of the publisher's `published` dump to run here: the blocks `take` wants that this
-/// database lacks, after comparing with `local`, its own dump made by the same pg_dump (`None`
-/// for a database without objects of its own: nothing to compare). A block that is here with
-/// the same text is kept; one that is here with another, when `take` says `Strict`, is an ERROR
-/// that lists them all, before anything is changed.
+/// What of the publisher's `published` archive to run here: the entries `take` wants that
+/// this database lacks, after comparing with `local`, its own archive made by the same pg_dump
+/// (`None` for a database without objects of its own: nothing to compare). An entry that is
+/// here with the same definition is kept; one that is here with another, when `take` says
+/// `Strict`, is an ERROR that lists them all, before anything is changed.
 pub(super) fn missing_here(
-    published: &Script,
-    local: Option<&Script>,
-    take: impl Fn(&Block) -> Take,
+    published: &Dump,
+    local: Option<&Dump>,
+    take: impl Fn(&Entry<'_>) -> Take,
 ) -> Missing {
+    let local = local.map(Dump::toc);
     let here: HashMap<_, _> = local
         .iter()
-        .flat_map(|l| l.blocks.iter())
-        .map(|b| (b.key(), b))
+        .flat_map(|l| l.entries.iter())
+        .map(|e| (e.key(), e))
         .collect();
     let mut differing = Vec::new();
     let mut sequences = Vec::new();
-    let (mut made, mut kept) = (0, 0);
-    let script = published.select(|block| {
-        let how = take(block);
+    let mut ids = Vec::new();
+    let mut kept = 0;
+    for entry in published.toc().entries.iter().filter(|e| !e.is_setting()) {
+        let how = take(entry);
         if how == Take::No {
-            return false;
+            continue;
         }
-        match here.get(&block.key()) {
+        match here.get(&entry.key()) {
             None => {
-                made += 1;
-                if block.kind == "SEQUENCE" {
-                    sequences.push((block.schema.clone().unwrap_or_default(), block.name.clone()));
+                ids.push(entry.id);
+                if entry.desc == "SEQUENCE" {
+                    sequences.push((
+                        entry.namespace.unwrap_or_default().to_string(),
+                        entry.tag.to_string(),
+                    ));
                 }
-                true
             }
-            Some(mine) if mine.text == block.text => {
-                kept += 1;
-                false
-            }
+            Some(mine) if mine.same_definition(entry) => kept += 1,
             Some(_) => {
                 if how == Take::Strict {
-                    differing.push(block.describe());
+                    differing.push(entry.describe());
                 }
-                false
             }
         }
-    });
+    }
     if !differing.is_empty() {
         ErrorReport::new(
             PgSqlErrorCode::ERRCODE_DUPLICATE_OBJECT,
@@ -492,17 +450,17 @@ pub(super) fn missing_here(
         notice!("copy_schema: {kept} of the publisher's objects are here already, identical: kept");
     }
     Missing {
-        script,
-        made,
+        script: published.script(&ids),
+        made: ids.len(),
         kept,
         sequences,
     }
 }
 
-/// This database's own dump, for [`missing_here`].
-pub(super) fn local_dump(step: &dyn Fn(&str)) -> Script {
+/// This database's own archive, for [`missing_here`].
+pub(super) fn local_dump(step: &dyn Fn(&str)) -> Dump {
     step("comparing with the objects this database has already");
-    Script::parse(&dump(&own_conninfo(), &[], "this database"))
+    Dump::of(&dump::own_conninfo(), &[], "this database")
 }
 
 /// Whether this database has objects that are not PostgreSQL's or ddl_sync's (a new
@@ -528,201 +486,13 @@ fn has_objects_of_its_own() -> bool {
     .unwrap_or(true)
 }
 
-/// A connection string to this database, as the current user, over this server's first Unix
-/// socket directory (or localhost).
-fn own_conninfo() -> String {
-    let (sockets, port, database, user) = Spi::connect(|client| {
-        let row = client
-            .select(
-                "SELECT pg_catalog.current_setting('unix_socket_directories'),
-                        pg_catalog.current_setting('port'), pg_catalog.current_database()::pg_catalog.text,
-                        CURRENT_USER::pg_catalog.text",
-                None,
-                &[],
-            )?
-            .first();
-        Ok::<_, pgrx::spi::Error>((
-            row.get::<String>(1)?.unwrap_or_default(),
-            row.get::<String>(2)?.unwrap_or_default(),
-            row.get::<String>(3)?.unwrap_or_default(),
-            row.get::<String>(4)?.unwrap_or_default(),
-        ))
-    })
-    .unwrap_or_else(|e| error!("cannot read this server's connection settings: {e}"));
-    let host = sockets
-        .split(',')
-        .map(str::trim)
-        .find(|s| !s.is_empty())
-        .unwrap_or("localhost")
-        .to_string();
-    [
-        ("host", host),
-        ("port", port),
-        ("dbname", database),
-        ("user", user),
-    ]
-    .iter()
-    .map(|(k, v)| format!("{k}={}", quote_value(v)))
-    .collect::<Vec<_>>()
-    .join(" ")
-}
-
-/// Runs `command`, answering cancel requests meanwhile (the child is killed then).
-fn wait(mut command: Command) -> std::process::ExitStatus {
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| error!("cannot run {}: {e}", pg_dump_path().display()));
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return status,
-            Ok(None) => {}
-            Err(e) => error!("cannot wait for pg_dump: {e}"),
-        }
-        // SAFETY: reads the backend's interrupt flags (a cancel or shutdown raises its ERROR
-        // here, after the child is gone).
-        if unsafe { pg_sys::InterruptPending != 0 } {
-            let _ = child.kill();
-            let _ = child.wait();
-            check_for_interrupts!();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
 /// Step 4: the script, here, in a GUC nest level popped as on abort so that its `SET`s and
 /// `set_config(..., false)` end with it.
 fn run_script(script: &str) {
+    if script.is_empty() {
+        return;
+    }
     ddl_server::guc::with_settings(&[], || {
         Spi::run(script).unwrap_or_else(|e| error!("the schema's script failed here: {e}"))
     });
-}
-
-/// `pg_dump` next to this server's `postgres`.
-fn pg_dump_path() -> PathBuf {
-    // SAFETY: my_exec_path is the NUL-terminated path of the running postgres binary, set at
-    // startup and never changed.
-    let postgres = unsafe { std::ffi::CStr::from_ptr((&raw const pg_sys::my_exec_path).cast()) };
-    let postgres = PathBuf::from(
-        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(postgres.to_bytes()),
-    );
-    postgres.with_file_name("pg_dump")
-}
-
-fn database_encoding() -> String {
-    // SAFETY: the database encoding's static name.
-    unsafe { std::ffi::CStr::from_ptr(pg_sys::GetDatabaseEncodingName()) }
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// A keyword/value connection string without its `password`, and the password: it goes to
-/// pg_dump through the environment, which other users cannot read, not the command line. A
-/// URI is passed on as it is.
-fn split_password(conninfo: &str) -> (String, Option<String>) {
-    if conninfo.starts_with("postgres://") || conninfo.starts_with("postgresql://") {
-        return (conninfo.to_string(), None);
-    }
-    let mut kept = Vec::new();
-    let mut password = None;
-    for (key, value) in conninfo_pairs(conninfo) {
-        if key == "password" {
-            password = Some(value);
-        } else {
-            kept.push(format!("{key}={}", quote_value(&value)));
-        }
-    }
-    (kept.join(" "), password)
-}
-
-/// The `keyword = value` pairs of a libpq connection string (values bare, or single-quoted
-/// with `\'` and `\\`).
-fn conninfo_pairs(conninfo: &str) -> Vec<(String, String)> {
-    let mut pairs = Vec::new();
-    let mut chars = conninfo.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let key: String =
-            std::iter::from_fn(|| chars.next_if(|c| *c != '=' && !c.is_whitespace())).collect();
-        if key.is_empty() {
-            return pairs;
-        }
-        while chars.peek().is_some_and(|c| c.is_whitespace() || *c == '=') {
-            chars.next();
-        }
-        let mut value = String::new();
-        if chars.peek() == Some(&'\'') {
-            chars.next();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\\' => value.extend(chars.next()),
-                    '\'' => break,
-                    c => value.push(c),
-                }
-            }
-        } else {
-            while let Some(c) = chars.next_if(|c| !c.is_whitespace()) {
-                if c == '\\' {
-                    value.extend(chars.next());
-                } else {
-                    value.push(c);
-                }
-            }
-        }
-        pairs.push((key, value));
-    }
-}
-
-fn quote_value(value: &str) -> String {
-    format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"))
-}
-
-/// A new file in the data directory's `base/pgsql_tmp` (the server's own temporary files,
-/// 0700, which no other OS user can plant a link in; the `pgsql_tmp` name prefix makes a
-/// restart remove a file a crash left), removed when dropped.
-struct TempFile(PathBuf);
-
-impl TempFile {
-    /// Creates the file, empty; an existing one of the name is an ERROR, not overwritten.
-    fn new(what: &str) -> TempFile {
-        // A backend's working directory is the data directory.
-        let dir = PathBuf::from("base/pgsql_tmp");
-        if let Err(e) = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-        {
-            error!("cannot create directory {}: {e}", dir.display());
-        }
-        // SAFETY: the backend's pid, a global set at startup.
-        let pid = unsafe { pg_sys::MyProcPid };
-        let path = std::env::current_dir()
-            .unwrap_or_default()
-            .join(dir)
-            .join(format!("pgsql_tmp{pid}.ddl_sync_copy_schema.{what}"));
-        if let Err(e) = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            error!("cannot create {}: {e}", path.display());
-        }
-        TempFile(path)
-    }
-
-    /// The file, open for writing (for a child's stderr).
-    fn writer(&self) -> std::fs::File {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&self.0)
-            .unwrap_or_else(|e| error!("cannot open {}: {e}", self.0.display()))
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -28,6 +28,7 @@
 pub(crate) mod config;
 mod copy_refresh;
 mod copy_schema;
+mod dump;
 mod guard;
 mod options;
 mod peers;

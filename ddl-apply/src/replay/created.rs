@@ -1,0 +1,64 @@
+//! The relations a replayed statement creates here, whatever its command tag: a CREATE TABLE's
+//! table, and as well the tables of `CREATE SCHEMA ... CREATE TABLE ...`, of a `CREATE TABLE AS`,
+//! of an extension's script or of a function body the statement runs. Each must be registered
+//! in the subscription (`applying::Subscription::register_created`), or PostgreSQL's apply
+//! worker drops its rows without a word.
+//!
+//! Told by PostgreSQL's object access hook (`OAT_POST_CREATE` of a relation that the server did
+//! not make on the side, as it makes TOAST tables), not by reading the statement: no tag or
+//! syntax is left to list.
+
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use std::cell::RefCell;
+
+thread_local! {
+    /// The relations made while a statement is watched; `None` when none is.
+    static MADE: RefCell<Option<Vec<pg_sys::Oid>>> = const { RefCell::new(None) };
+}
+
+/// Installs the hook that watches.
+///
+/// # Safety
+/// Once per process, from `_PG_init`.
+pub unsafe fn install() {
+    // SAFETY: the caller's promise; `seen` raises nothing.
+    unsafe { ddl_server::object_access::install(seen) };
+}
+
+/// Called for every object made or dropped in this backend: cheap until a replay watches.
+#[pg_guard]
+unsafe extern "C-unwind" fn seen(
+    object: pg_sys::ObjectAddress,
+    access: ddl_server::object_access::Access,
+) {
+    if object.classId != pg_sys::RelationRelationId
+        || !matches!(
+            access,
+            ddl_server::object_access::Access::PostCreate { internal: false }
+        )
+    {
+        return;
+    }
+    MADE.with_borrow_mut(|made| {
+        if let Some(made) = made {
+            made.push(object.objectId);
+        }
+    });
+}
+
+/// Runs `f`, and returns with its result the relations made meanwhile (some may be gone again,
+/// with a subtransaction that was undone). An ERROR leaving `f` stops the watch too.
+pub fn watching<T>(f: impl FnOnce() -> T) -> (T, Vec<pg_sys::Oid>) {
+    struct Watch(Option<Vec<pg_sys::Oid>>);
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            MADE.set(self.0.take());
+        }
+    }
+    let outer = Watch(MADE.replace(Some(Vec::new())));
+    let result = f();
+    let made = MADE.with_borrow_mut(|m| m.take()).unwrap_or_default();
+    drop(outer);
+    (result, made)
+}
