@@ -524,17 +524,16 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
     })
 }
 
-/// The settings that, like the search_path, change what a statement means: how its literals
-/// parse (dates, intervals, time zones, backslashes in strings) and what it creates by default.
-/// The subscriber sets them around the statement (ddl-apply's `replay/settings.rs` knows the
-/// same list, and [`SessionKey`] the variables behind each).
-const MEANING_SETTINGS: [&std::ffi::CStr; 5] = [
-    c"DateStyle",
-    c"IntervalStyle",
-    c"TimeZone",
-    c"standard_conforming_strings",
-    c"default_table_access_method",
-];
+// The settings that, like the search_path, change what a statement means are
+// `ddl_wire::MEANING_SETTINGS`, which the subscriber sets around the statement; [`SessionKey`]
+// holds the variables behind each.
+
+unsafe extern "C" {
+    // PostgreSQL's variables behind `xmloption` (xml.h) and `lc_monetary` (pg_locale.h), which
+    // pgrx's bindings leave out.
+    static xmloption: std::ffi::c_int;
+    static locale_monetary: *const std::ffi::c_char;
+}
 
 /// Who ran the statement, and how the session was set up.
 struct Session {
@@ -560,8 +559,43 @@ struct SessionKey {
     standard_conforming_strings: bool,
     default_table_access_method: Vec<u8>,
     time_zone: usize,
+    /// `backslash_quote`, `array_nulls`, `transform_null_equals`, `xmloption`.
+    reading: (i32, bool, bool, i32),
+    lc_monetary: Vec<u8>,
+    /// Behind a static of guc.c: read by name (one hash lookup per statement).
+    timezone_abbreviations: Vec<u8>,
     roles: (pg_sys::Oid, pg_sys::Oid),
     generation: u64,
+}
+
+/// The values of the settings that change how literals and comparisons are read, from their
+/// variables.
+///
+/// # Safety
+/// In a backend: the server's own variables.
+unsafe fn reading() -> (i32, bool, bool, i32) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        (
+            pg_sys::backslash_quote,
+            pg_sys::Array_nulls,
+            pg_sys::Transform_null_equals,
+            xmloption,
+        )
+    }
+}
+
+/// `timezone_abbreviations`' value (empty when unset).
+fn timezone_abbreviations<'a>() -> &'a [u8] {
+    // SAFETY: a built-in setting's NUL-terminated name; the value is valid until the next
+    // GetConfigOption: the caller copies or compares it first.
+    unsafe {
+        bytes(pg_sys::GetConfigOption(
+            c"timezone_abbreviations".as_ptr(),
+            true,
+            false,
+        ))
+    }
 }
 
 /// The bytes of a server string variable (empty when unset).
@@ -612,10 +646,13 @@ impl SessionKey {
                 && self.interval_style == pg_sys::IntervalStyle
                 && self.standard_conforming_strings == pg_sys::standard_conforming_strings
                 && self.time_zone == pg_sys::session_timezone as usize
+                && self.reading == reading()
                 && self.roles == (pg_sys::GetUserId(), pg_sys::GetSessionUserId())
                 && self.search_path == bytes(pg_sys::namespace_search_path)
                 && self.default_table_access_method == bytes(pg_sys::default_table_access_method)
                 && self.dialect == dialect_setting()
+                && self.lc_monetary == bytes(locale_monetary)
+                && self.timezone_abbreviations == timezone_abbreviations()
         }
     }
 
@@ -630,6 +667,9 @@ impl SessionKey {
                 standard_conforming_strings: pg_sys::standard_conforming_strings,
                 default_table_access_method: bytes(pg_sys::default_table_access_method).to_vec(),
                 time_zone: pg_sys::session_timezone as usize,
+                reading: reading(),
+                lc_monetary: bytes(locale_monetary).to_vec(),
+                timezone_abbreviations: timezone_abbreviations().to_vec(),
                 roles: (pg_sys::GetUserId(), pg_sys::GetSessionUserId()),
                 generation: crate::invalidation::generation(),
             }
@@ -676,14 +716,15 @@ impl Session {
         // SAFETY: a built-in setting.
         let search_path =
             text(unsafe { pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false) });
-        let settings = MEANING_SETTINGS
+        let settings = ddl_wire::MEANING_SETTINGS
             .iter()
             .filter_map(|name| {
+                let c_name = std::ffi::CString::new(*name).ok()?;
                 // SAFETY: a NUL-terminated name; missing_ok.
-                let value = text(unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) });
+                let value = text(unsafe { pg_sys::GetConfigOption(c_name.as_ptr(), true, false) });
                 // A value on several lines has no place in the format (none of these
                 // settings takes one).
-                (!value.contains('\n')).then(|| format!("{}={value}", name.to_string_lossy()))
+                (!value.contains('\n')).then(|| format!("{name}={value}"))
             })
             .collect::<Vec<_>>()
             .join("\n");

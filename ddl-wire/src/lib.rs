@@ -125,7 +125,7 @@ pub use crate::{
     pg_str::PgStr,
     prepare::{write_prepare, PrepareBody},
     record::{
-        DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin,
+        DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, MEANING_SETTINGS,
         OLDEST_RECORD_FORMAT_VERSION, RECORD_FORMAT_VERSION, RECORD_PREFIX, RECORD_TAG_LEN,
     },
     recvlogical::RecvlogicalReader,

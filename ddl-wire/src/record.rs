@@ -34,9 +34,8 @@
 //! with `;`. A subscriber that could not run the statement makes the table from that.
 //!
 //! Why `settings`: like its search_path, some of the session's settings change what a
-//! statement means (how its literals parse: `DateStyle`, `IntervalStyle`, `TimeZone`,
-//! `standard_conforming_strings`; what it creates by default: `default_table_access_method`).
-//! One `name=value` per line; the subscriber sets those it knows around the statement.
+//! statement means: how its text is read and what it stores ([`MEANING_SETTINGS`]). One
+//! `name=value` per line; the subscriber sets those it knows around the statement.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -56,6 +55,28 @@ pub const RECORD_FORMAT_VERSION: u8 = 3;
 
 /// The oldest record format version this crate reads.
 pub const OLDEST_RECORD_FORMAT_VERSION: u8 = 2;
+
+/// The session settings a record's `settings` carries, as `pg_settings` spells them: those that
+/// change how a statement's text is read, or what it stores, so that the same text means the
+/// same on every node. Literals of dates, times and intervals (`DateStyle`, `IntervalStyle`,
+/// `TimeZone`, `timezone_abbreviations`), of strings (`standard_conforming_strings`,
+/// `backslash_quote`), arrays (`array_nulls`), XML (`xmloption`) and money (`lc_monetary`);
+/// `x = NULL` read as `x IS NULL` (`transform_null_equals`); the access method a table gets
+/// (`default_table_access_method`). The capture writes these, the subscriber sets these and
+/// nothing else: one list for both.
+pub const MEANING_SETTINGS: [&str; 11] = [
+    "DateStyle",
+    "IntervalStyle",
+    "TimeZone",
+    "timezone_abbreviations",
+    "standard_conforming_strings",
+    "backslash_quote",
+    "array_nulls",
+    "xmloption",
+    "lc_monetary",
+    "transform_null_equals",
+    "default_table_access_method",
+];
 
 /// The length of the authentication tag that ends every record.
 pub const RECORD_TAG_LEN: usize = 32;

@@ -794,6 +794,9 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
         .unwrap();
     session.run("SET ROLE dave; CREATE TABLE app.three (a int); RESET ROLE;");
     session.run("SET DateStyle = 'German, DMY'; CREATE TABLE four (a int);");
+    // Settings behind variables of their own, and one read by name, each followed.
+    session.run("SET array_nulls = off; CREATE TABLE four_a (a int);");
+    session.run("SET timezone_abbreviations = 'India'; CREATE TABLE four_b (a int);");
     // This session narrows them again, in a transaction that goes on with DDL.
     session.run(
         "BEGIN; ALTER PUBLICATION p SET (ddl = 'view'); CREATE TABLE five (a int);
@@ -813,6 +816,8 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
             ("app.two", "carol"),
             ("app.three", "dave"),
             ("public.four", "postgres"),
+            ("public.four_a", "postgres"),
+            ("public.four_b", "postgres"),
             ("public.v3", "postgres"),
         ]
     );
@@ -825,7 +830,11 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
     };
     assert_eq!(date_style(&got[3]), "ISO, MDY");
     assert_eq!(date_style(&got[4]), "German, DMY");
-    assert_eq!(date_style(&got[5]), "German, DMY");
+    assert_eq!(date_style(&got[7]), "German, DMY");
+    let has = |e: &Ddl, setting: &str| e.settings.lines().any(|l| l == setting);
+    assert!(has(&got[4], "array_nulls=on") && has(&got[4], "timezone_abbreviations=Default"));
+    assert!(has(&got[5], "array_nulls=off") && has(&got[5], "timezone_abbreviations=Default"));
+    assert!(has(&got[6], "array_nulls=off") && has(&got[6], "timezone_abbreviations=India"));
 }
 
 /// The output plugin keeps a publication's rules between DDL events: what it keeps must be the

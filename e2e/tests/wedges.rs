@@ -487,9 +487,29 @@ fn settings_that_change_what_a_statement_means_hold_around_it() {
          SET DateStyle = 'SQL, DMY';
          CREATE TABLE dated (d date DEFAULT '01/02/2020');
          SET check_function_bodies = off;
-         CREATE FUNCTION counts() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM not_yet';",
+         CREATE FUNCTION counts() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM not_yet';
+         SET transform_null_equals = on;
+         CREATE TABLE null_equals (a int CHECK (a = NULL OR a > 0));
+         SET array_nulls = off;
+         CREATE TABLE arrays (a text[] DEFAULT '{NULL}');
+         SET timezone_abbreviations = 'Australia';
+         CREATE TABLE abbreviated (t timestamptz DEFAULT '2020-01-01 00:00 EST');",
     );
     stream_goes_on(&publisher, &subscriber, 1);
+    // What the parser stored under settings other than the subscriber's own: `a IS NULL`, an
+    // array of the string "NULL", Australian Eastern Standard Time.
+    let stored = "SELECT (SELECT pg_get_constraintdef(oid) FROM pg_constraint
+                          WHERE conrelid = 'null_equals'::regclass)
+                     || ' ' || (SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
+                                 WHERE adrelid = 'arrays'::regclass)
+                     || ' ' || (SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef
+                                 WHERE adrelid = 'abbreviated'::regclass)";
+    let on_publisher = query(&publisher, stored);
+    assert!(
+        on_publisher.contains("IS NULL") && on_publisher.contains("{\"NULL\"}"),
+        "{on_publisher}"
+    );
+    assert_eq!(query(&subscriber, stored), on_publisher);
     let shape = "SELECT (SELECT a.amname FROM pg_class c JOIN pg_am a ON a.oid = c.relam
                           WHERE c.oid = 'am_t'::regclass)
                      || ' ' || (SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef

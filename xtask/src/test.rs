@@ -2,9 +2,10 @@
 //!
 //! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump, ddl-filter and
 //! pg-dump-archive need no PostgreSQL at all; testkit starts its own clusters); the pgrx crates
-//! run under `cargo pgrx test` as the `postgres` OS user, because root cannot run a server. Without `--pg`, all of it
-//! runs on PostgreSQL 15 and then on 18 (`--pg 15` or `--pg 18` runs one): the server crates
-//! built with that version's feature, the clusters from its bindir (`DDL_PG_CONFIG`).
+//! run under `cargo pgrx test` as the `postgres` OS user, because root cannot run a server.
+//! Without `--pg`, all of it runs on PostgreSQL 15 and then on 18 (`--pg 15` or `--pg 18` runs
+//! one): the server crates built with that version's feature, the clusters from its bindir
+//! (`DDL_PG_CONFIG`).
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};

@@ -6,15 +6,8 @@
 //! the apply worker's settings. A name this list does not know (a newer publisher's) is left
 //! out: the record is the publisher's, but nothing outside this list is set from it.
 
-/// The session settings a replay sets from the record (PostgreSQL spells them so in
-/// `pg_settings`).
-const KNOWN: [&str; 5] = [
-    "DateStyle",
-    "IntervalStyle",
-    "TimeZone",
-    "standard_conforming_strings",
-    "default_table_access_method",
-];
+/// The session settings a replay sets from the record: the list the capture writes.
+const KNOWN: [&str; 11] = ddl_wire::MEANING_SETTINGS;
 
 /// An event's `settings` column, one `name=value` per line.
 #[derive(Clone, Copy, Debug, Default)]
