@@ -67,6 +67,9 @@ ALTER TABLE ddl_sync.events ADD COLUMN tables text;
 ALTER TABLE ddl_sync.events ADD COLUMN settings text;
 COMMENT ON COLUMN ddl_sync.events.settings IS
     'the session settings that change what the statement means (DateStyle, TimeZone, ...), one name=value per line';
+ALTER TABLE ddl_sync.events ADD COLUMN role_rights text;
+COMMENT ON COLUMN ddl_sync.events.role_rights IS
+    'what the statement''s role could do where it ran (SUPERUSER, or its attributes and predefined roles); NULL when not known';
 COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
 
@@ -84,7 +87,8 @@ CREATE  FUNCTION "replay"(
 	"origin_lsn" TEXT, /* & str */
 	"database_name" TEXT DEFAULT '', /* & str */
 	"tables" TEXT DEFAULT '', /* & str */
-	"settings" TEXT DEFAULT '' /* & str */
+	"settings" TEXT DEFAULT '', /* & str */
+	"role_rights" TEXT DEFAULT '' /* & str */
 ) RETURNS TABLE (
 	"status" TEXT,  /* String */
 	"detail" TEXT,  /* Option < String > */
@@ -135,7 +139,8 @@ BEGIN
     SELECT * INTO outcome FROM ddl_sync.replay(
         NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
         NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
-        NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''));
+        NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''),
+        coalesce(NEW.role_rights, ''));
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;
@@ -145,7 +150,7 @@ BEGIN
     RETURN NEW;
 END
 $$;
-REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text, text) FROM PUBLIC;
 
 -- A table created here is registered in the subscriptions to this node's peers (origin = none,
 -- with DDL), whose rows PostgreSQL would otherwise drop until a REFRESH PUBLICATION; see

@@ -201,7 +201,7 @@ pub(crate) mod tests {
 
     /// What the subscriber side adds after the event columns, then the optional event column
     /// that came later.
-    const APPLY_COLUMNS: [(&str, &str); 8] = [
+    const APPLY_COLUMNS: [(&str, &str); 9] = [
         ("apply_status", "text"),
         ("apply_detail", "text"),
         ("apply_adapter", "text"),
@@ -210,6 +210,7 @@ pub(crate) mod tests {
         ("subid", "oid"),
         (ddl_wire::TABLES_COLUMN, "text"),
         (ddl_wire::SETTINGS_COLUMN, "text"),
+        (ddl_wire::ROLE_RIGHTS_COLUMN, "text"),
     ];
 
     #[pg_test]

@@ -96,6 +96,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 pub extern "C-unwind" fn _PG_init() {
     ddl_server::log::forward_tracing();
     subscription::define_setting();
+    replay::define_settings();
     // SAFETY: _PG_init runs once per process, before any statement: what each of these asks.
     unsafe {
         local_change::clear_at_transaction_end();

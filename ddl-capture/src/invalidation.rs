@@ -10,7 +10,8 @@
 //!   invalidation of both tables
 //!   (`ddl_server::extension_tables::capture_config_changed`); the capture's own deletions of rows about
 //!   dropped objects send it too; TRUNCATE and DROP EXTENSION invalidate the tables themselves;
-//! - ALTER ROLE (a rename) invalidates the role's syscache entry.
+//! - ALTER ROLE (a rename, an attribute) invalidates the role's syscache entry, GRANT and
+//!   REVOKE of a role its memberships'.
 //!
 //! Each message, at commit in every backend and at once in the backend that sent it (also when
 //! its transaction rolls back), bumps a counter: a cached value read at an older count is read
@@ -92,6 +93,12 @@ pub unsafe fn register() {
             pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), pg_sys::Datum::from(0));
             pg_sys::CacheRegisterSyscacheCallback(
                 pg_sys::SysCacheIdentifier::AUTHOID as i32,
+                Some(role_changed),
+                pg_sys::Datum::from(0),
+            );
+            // A role granted or revoked: what the session's role may do changed.
+            pg_sys::CacheRegisterSyscacheCallback(
+                pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM as i32,
                 Some(role_changed),
                 pg_sys::Datum::from(0),
             );

@@ -206,6 +206,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         sql: &text,
         search_path: &session.search_path,
         settings: &session.settings,
+        role_rights: &session.role_rights,
         role: &session.role,
         session_user: &session.session_user,
         database: &session.database,
@@ -539,9 +540,11 @@ unsafe extern "C" {
 struct Session {
     dialect: String,
     search_path: String,
-    /// The record's `settings` (see [`MEANING_SETTINGS`]).
+    /// The record's `settings` (see `ddl_wire::MEANING_SETTINGS`).
     settings: String,
     role: String,
+    /// What `role` may do here (`ddl_server::roles::rights`).
+    role_rights: String,
     session_user: String,
     database: String,
 }
@@ -737,7 +740,10 @@ impl Session {
                 pg_sys::get_database_name(pg_sys::MyDatabaseId),
             )
         };
+        // SAFETY: catalog cache lookups in the capture's transaction.
+        let role_rights = unsafe { ddl_server::roles::rights(pg_sys::GetUserId()) };
         Session {
+            role_rights,
             dialect: if dialect.eq_ignore_ascii_case("tsql") && dialect_setting_is_defined() {
                 "tsql".into()
             } else {

@@ -142,6 +142,9 @@ unsafe fn form_tuple(
             b"database_name" => text(record.database),
             b"tables" => text(record.tables),
             b"settings" => text(record.settings),
+            // Not known for a record written before version 4: NULL, not "no rights".
+            b"role_rights" if record.role_rights.is_empty() => continue,
+            b"role_rights" => text(record.role_rights),
             _ => continue,
         };
         values[i] = value;

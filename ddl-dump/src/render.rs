@@ -855,6 +855,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("database", s(e.database)),
             ("tables", s(e.tables)),
             ("settings", s(e.settings)),
+            ("role_rights", s(e.role_rights)),
         ],
         Ddl::Record(r, version) => vec![
             ("format_version", V::Num((*version).into())),
@@ -889,6 +890,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("database", s(r.database)),
             ("tables", s(r.tables)),
             ("settings", s(r.settings)),
+            ("role_rights", s(r.role_rights)),
         ],
     }
 }

@@ -691,6 +691,7 @@ fn record() -> DdlRecord<'static> {
         database: "shop",
         tables: "CREATE TABLE public.t (a integer);",
         settings: "DateStyle=ISO, MDY",
+        role_rights: "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }

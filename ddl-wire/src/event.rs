@@ -79,8 +79,12 @@ pub const TABLES_COLUMN: &str = "tables";
 /// The column of [`DdlEvent::settings`] (`text`), optional like [`TABLES_COLUMN`].
 pub const SETTINGS_COLUMN: &str = "settings";
 
+/// The column of [`DdlEvent::role_rights`] (`text`), optional like [`TABLES_COLUMN`] (added
+/// in extension version 0.4.0).
+pub const ROLE_RIGHTS_COLUMN: &str = "role_rights";
+
 /// The optional columns, in [`DdlEvent`] field order.
-const OPTIONAL: [&str; 2] = [TABLES_COLUMN, SETTINGS_COLUMN];
+const OPTIONAL: [&str; 3] = [TABLES_COLUMN, SETTINGS_COLUMN, ROLE_RIGHTS_COLUMN];
 
 /// One DDL statement as a consumer of a `ddl_pgoutput` stream sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +128,9 @@ pub struct DdlEvent<'a> {
     /// The session's settings that change what the statement means, one `name=value` per
     /// line; empty when none, or when the publisher's `ddl_sync.events` has no such column.
     pub settings: &'a str,
+    /// What the statement's role could do on the node that ran it (see
+    /// [`crate::describe_role_rights`]); empty when not known (an older publisher).
+    pub role_rights: &'a str,
 }
 
 /// Where the event columns are in one Relation message of `ddl_sync.events`.
@@ -255,6 +262,7 @@ impl EventsRelation {
             database: fields.text()?,
             tables: optional_text(TABLES_COLUMN, optional[0])?,
             settings: optional_text(SETTINGS_COLUMN, optional[1])?,
+            role_rights: optional_text(ROLE_RIGHTS_COLUMN, optional[2])?,
         })
     }
 }
@@ -441,6 +449,7 @@ mod tests {
         names.push("applied_at");
         names.push(TABLES_COLUMN);
         names.push(SETTINGS_COLUMN);
+        names.push(ROLE_RIGHTS_COLUMN);
         names.retain(|n| Some(*n) != skip);
         let columns: Vec<Column<'_>> = names
             .iter()

@@ -87,6 +87,7 @@ mod primitive;
 mod record;
 mod recvlogical;
 mod relation;
+mod role_rights;
 mod rollback_prepared;
 mod sequence;
 mod stream_abort;
@@ -110,7 +111,7 @@ pub use crate::{
     error::{Error, ErrorKind},
     event::{
         event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, EVENTS_SCHEMA,
-        EVENTS_TABLE, SETTINGS_COLUMN, TABLES_COLUMN,
+        EVENTS_TABLE, ROLE_RIGHTS_COLUMN, SETTINGS_COLUMN, TABLES_COLUMN,
     },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},
@@ -130,6 +131,7 @@ pub use crate::{
     },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},
+    role_rights::{describe_role_rights, rights_beyond, ROLE_ATTRIBUTES},
     rollback_prepared::{write_rollback_prepared, RollbackPreparedBody},
     stream_abort::{write_stream_abort, StreamAbortBody},
     stream_commit::{write_stream_commit, StreamCommitBody},

@@ -6,10 +6,10 @@
 //! only copy of the DDL in WAL: a plugin built from an older ddl-wire must refuse a newer record
 //! with a clear error, never misread it.
 //!
-//! Layout of format version 3 (all integers big-endian, like the pgoutput protocol):
+//! Layout of format version 4 (all integers big-endian, like the pgoutput protocol):
 //!
 //! ```text
-//! u8   format version (3)
+//! u8   format version (4)
 //! u8   flags: 0x01 top level (else nested in a function / DO block),
 //!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
 //! u32  xid of the (sub)transaction that ran the statement
@@ -19,13 +19,14 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then twelve strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then thirteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
-//!      current role, session user, database, tables, settings
+//!      current role, session user, database, tables, settings, role rights
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag. Version 2 is the same without `tables` and `settings`; it is
-//! still read (a server upgraded with records of the old library in its WAL), as empty ones.
+//! Nothing may follow the tag. Version 3 is the same without `role rights`, version 2 also
+//! without `tables` and `settings`; both are still read (a server upgraded with records of the
+//! old library in its WAL), as empty ones.
 //!
 //! Why `tables`: the statement's text may not run on a subscriber (a role or object only the
 //! publisher has), and a table the subscriber lacks stops its subscription at the table's first
@@ -36,6 +37,11 @@
 //! Why `settings`: like its search_path, some of the session's settings change what a
 //! statement means: how its text is read and what it stores ([`MEANING_SETTINGS`]). One
 //! `name=value` per line; the subscriber sets those it knows around the statement.
+//!
+//! Why `role rights`: a role is named the same on every node, but what a role of that name may
+//! do is each node's own. The field says what the statement's role could do where it ran
+//! ([`describe_role_rights`](crate::describe_role_rights)), so that a subscriber never replays it as a role of the same name that
+//! may do more there.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -51,7 +57,7 @@
 use std::fmt;
 
 /// The record format version this crate writes.
-pub const RECORD_FORMAT_VERSION: u8 = 3;
+pub const RECORD_FORMAT_VERSION: u8 = 4;
 
 /// The oldest record format version this crate reads.
 pub const OLDEST_RECORD_FORMAT_VERSION: u8 = 2;
@@ -185,6 +191,9 @@ pub struct DdlRecord<'a> {
     /// The session's settings that change what the statement means, one `name=value` per
     /// line; empty in version 2 records.
     pub settings: &'a str,
+    /// What the current role could do where the statement ran ([`describe_role_rights`](crate::describe_role_rights));
+    /// empty in records before version 4 (not known).
+    pub role_rights: &'a str,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -244,7 +253,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 12] = [
+const STRING_FIELDS: [&str; 13] = [
     "dialect",
     "command_tag",
     "kind",
@@ -257,6 +266,7 @@ const STRING_FIELDS: [&str; 12] = [
     "database",
     "tables",
     "settings",
+    "role_rights",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -287,9 +297,13 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 12];
-        // Version 2 ends before `tables`.
-        let fields = if version == 2 { 10 } else { 12 };
+        let mut s = [""; 13];
+        // Version 2 ends before `tables`, version 3 before `role_rights`.
+        let fields = match version {
+            2 => 10,
+            3 => 12,
+            _ => 13,
+        };
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
         }
@@ -300,7 +314,7 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights] =
             s;
         Ok(DdlRecord {
             flags,
@@ -321,6 +335,7 @@ impl<'a> DdlRecord<'a> {
             database,
             tables,
             settings,
+            role_rights,
             tag,
         })
     }
@@ -369,7 +384,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 12] {
+    fn strings(&self) -> [&'a str; 13] {
         [
             self.dialect,
             self.command_tag,
@@ -383,6 +398,7 @@ impl<'a> DdlRecord<'a> {
             self.database,
             self.tables,
             self.settings,
+            self.role_rights,
         ]
     }
 }
@@ -460,6 +476,7 @@ mod tests {
             database: "shop",
             tables: "CREATE TABLE public.orders (id integer, note text, PRIMARY KEY (id));",
             settings: "DateStyle=ISO, MDY\ndefault_table_access_method=heap",
+            role_rights: "NOSUPERUSER NOCREATEDB CREATEROLE NOREPLICATION NOBYPASSRLS",
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -494,10 +511,30 @@ mod tests {
         let mut bytes = encoded(&sample());
         bytes[0] = RECORD_FORMAT_VERSION + 1;
         let err = DdlRecord::parse(&bytes).unwrap_err();
-        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(4));
+        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(5));
         assert!(err
             .to_string()
-            .contains("format version 4 is not supported"));
+            .contains("format version 5 is not supported"));
+    }
+
+    #[test]
+    fn version_3_records_are_read_without_role_rights() {
+        let v3 = DdlRecord {
+            role_rights: "",
+            ..sample()
+        };
+        let mut bytes = encoded(&v3);
+        bytes[0] = 3;
+        // Version 4 with empty `role_rights` is version 3 plus its length, before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 4;
+        bytes.drain(at..at + 4);
+        assert_eq!(DdlRecord::parse(&bytes), Ok(v3));
+        let mut longer = encoded(&sample());
+        longer[0] = 3;
+        assert!(matches!(
+            DdlRecord::parse(&longer).unwrap_err().kind(),
+            RecordErrorKind::TrailingBytes(_)
+        ));
     }
 
     #[test]
@@ -505,14 +542,15 @@ mod tests {
         let v2 = DdlRecord {
             tables: "",
             settings: "",
+            role_rights: "",
             ..sample()
         };
         let mut bytes = encoded(&v2);
         bytes[0] = 2;
-        // Version 3 with empty `tables` and `settings` is version 2 plus their lengths, just
-        // before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 8;
-        bytes.drain(at..at + 8);
+        // Version 4 with empty `tables`, `settings` and `role_rights` is version 2 plus their
+        // lengths, just before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 12;
+        bytes.drain(at..at + 12);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
         // ... and a version 2 record with those fields has bytes too many.
         let mut longer = encoded(&sample());

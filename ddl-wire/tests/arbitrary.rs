@@ -247,7 +247,7 @@ fn utf8(rng: &mut Rng, max_chars: usize) -> String {
 }
 
 /// The strings of a record, owned, so a record can borrow them.
-struct RecordStrings([String; 12]);
+struct RecordStrings([String; 13]);
 
 impl RecordStrings {
     fn random(rng: &mut Rng) -> RecordStrings {
@@ -255,7 +255,7 @@ impl RecordStrings {
     }
 
     fn record(&self, rng: &mut Rng) -> DdlRecord<'_> {
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights] =
             &self.0;
         DdlRecord {
             flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
@@ -280,6 +280,7 @@ impl RecordStrings {
             database,
             tables,
             settings,
+            role_rights,
             tag: std::array::from_fn(|_| rng.u32() as u8),
         }
     }

@@ -58,7 +58,14 @@
 //!     the publisher's `ENABLE ROW LEVEL SECURITY` count as already here);
 //! 15. `claims`: the dialect a statement claims: mallory setting the placeholder
 //!     `babelfishpg_tsql.sql_dialect = 'tsql'` on a server without Babelfish, and a sealed
-//!     record of dialect `tsql` whose relation is in another schema than the record says.
+//!     record of dialect `tsql` whose relation is in another schema than the record says;
+//! 16. `held_replays`: eve, a subscriber role with no right on a table, holding a lock on it
+//!     (`PREPARE` locks before permissions are checked), and a statement that sleeps only
+//!     where it is replayed: each bound (`ddl_sync.replay_lock_timeout`,
+//!     `ddl_sync.replay_statement_timeout`) ends the wait, visibly;
+//! 17. `role_names`: mallory, given CREATEROLE on the publisher, makes roles named like roles
+//!     that may do more on the subscriber only (a superuser, a member of
+//!     `pg_read_server_files`) and runs DDL as them.
 //!
 //! Planted code calls `public.mallory_escalate`, which does harm only when it runs as a
 //! superuser: it writes a row into `attack_log` and makes mallory a superuser. The last
@@ -116,6 +123,8 @@ pub fn run() -> Vec<Outcome> {
     session_leak(&mut a, &mut out);
     dump_script(&mut a, &mut out);
     claims(&mut a, &mut out);
+    held_replays(&mut a, &mut out);
+    role_names(&mut a, &mut out);
     finally(&mut a, &mut out);
     out
 }
@@ -2512,6 +2521,146 @@ fn claims(a: &mut Arena, out: &mut Vec<Outcome>) {
         ) && !a.exists("claimed_elsewhere.claim_t"),
         r.describe(),
     );
+}
+
+fn held_replays(a: &mut Arena, out: &mut Vec<Outcome>) {
+    query(
+        a.subscriber(),
+        "SELECT ddl_sync.library_version();
+         ALTER SYSTEM SET ddl_sync.replay_lock_timeout = '1s';
+         ALTER SYSTEM SET ddl_sync.replay_statement_timeout = '3s';
+         SELECT pg_reload_conf();",
+    );
+    query(a.publisher(), "CREATE TABLE held_t (id int PRIMARY KEY)");
+    let r = a.round();
+    setup(out, "a superuser creates held_t", &r, 1);
+    // PostgreSQL's own count of the apply worker's errors (ddl_sync.subscription_stats keeps
+    // them too where ddl_sync is preloaded, which this harness does not do).
+    let errors = || {
+        query(
+            a.subscriber(),
+            "SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = 'sub'",
+        )
+    };
+    let before = errors();
+    let mut eve = crate::Session::open(a.subscriber(), "eve_holds");
+    eve.run(&format!(
+        "SET SESSION AUTHORIZATION {EVE}; BEGIN; PREPARE p AS SELECT 1 FROM public.held_t;"
+    ));
+    let (denied, _) = as_role(a.subscriber(), EVE, "SELECT 1 FROM public.held_t");
+    query(a.publisher(), "ALTER TABLE held_t ADD COLUMN c int");
+    // The replay's wait ends, it is counted and named; the apply worker retries.
+    let seen = crate::wait_for("the lock timeout's error", crate::hostile::TIMEOUT, || {
+        let (now, log) = (errors(), a.subscriber().log_tail(200));
+        let line = log
+            .lines()
+            .find(|l| l.contains("lock timeout"))
+            .map(str::to_string);
+        match line {
+            Some(line) if now != before => Ok(format!("apply_error_count {now}; {line}")),
+            _ => Err(format!("apply_error_count {now}")),
+        }
+    });
+    eve.run("ROLLBACK;");
+    eve.finish();
+    let r = a.round();
+    let column = column_type(a.subscriber(), "held_t", "c");
+    push(
+        out,
+        "eve (subscriber only, no right on held_t): BEGIN; PREPARE p AS SELECT 1 FROM held_t \
+         (a lock without a right), held while the publisher's ALTER TABLE held_t ADD COLUMN c \
+         replays; ddl_sync.replay_lock_timeout = 1s",
+        "each wait of the replay ends after 1 s with PostgreSQL's lock timeout, an error of the \
+         apply worker (counted in pg_stat_subscription_stats, and in ddl_sync's statistics where \
+         it is preloaded); the statement is retried, not skipped, and applies once eve lets \
+         go; replication goes on",
+        !denied
+            && seen.contains("canceling statement due to lock timeout")
+            && column == "integer"
+            && r.effect
+                .log
+                .iter()
+                .any(|l| l.starts_with("applied|ALTER TABLE|"))
+            && r.genuine_applied,
+        format!(
+            "eve's SELECT without the PREPARE succeeded: {denied}; stats: {seen}; column c: \
+             {column}; {}",
+            r.describe()
+        ),
+    );
+    query(
+        a.subscriber(),
+        "SELECT ddl_sync.library_version(); ALTER SUBSCRIPTION sub SET (ddl_conflict = 'skip')",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE MATERIALIZED VIEW m_sleepy AS SELECT 1 AS x FROM (SELECT pg_sleep(CASE WHEN \
+         current_setting('session_replication_role') = 'replica' THEN 600 ELSE 0 END)) AS s",
+    );
+    let r = a.round();
+    query(
+        a.subscriber(),
+        "SELECT ddl_sync.library_version();
+         ALTER SUBSCRIPTION sub SET (ddl_conflict = 'error');
+         ALTER SYSTEM RESET ddl_sync.replay_lock_timeout;
+         ALTER SYSTEM RESET ddl_sync.replay_statement_timeout;
+         SELECT pg_reload_conf();",
+    );
+    push(
+        out,
+        "mallory: CREATE MATERIALIZED VIEW m_sleepy whose query sleeps 600 s only where \
+         session_replication_role is replica (the apply worker); ddl_sync.replay_statement_timeout \
+         = 3s, ddl_conflict = 'skip'",
+        "the replay is cancelled after 3 s and recorded as failed, naming the bound; replication \
+         goes on",
+        r.logged(
+            "failed",
+            "CREATE MATERIALIZED VIEW",
+            "ran longer than ddl_sync.replay_statement_timeout",
+        ) && !a.exists("m_sleepy"),
+        r.describe(),
+    );
+}
+
+fn role_names(a: &mut Arena, out: &mut Vec<Outcome>) {
+    query(
+        a.subscriber(),
+        "CREATE ROLE sub_admin SUPERUSER; CREATE ROLE file_reader;
+         GRANT pg_read_server_files TO file_reader;",
+    );
+    query(a.publisher(), &format!("ALTER ROLE {MALLORY} CREATEROLE"));
+    for (role, more) in [
+        ("sub_admin", "SUPERUSER"),
+        ("file_reader", "pg_read_server_files"),
+    ] {
+        run_as(
+            a.publisher(),
+            MALLORY,
+            &format!(
+                "CREATE ROLE {role}; GRANT {role} TO {MALLORY}; SET ROLE {role}; \
+                 CREATE TABLE public.m_as_{role} (v int)"
+            ),
+        );
+        let r = a.round();
+        push(
+            out,
+            format!(
+                "mallory with CREATEROLE on the publisher: CREATE ROLE {role} (on the subscriber \
+                 a role with {more}), SET ROLE {role}, CREATE TABLE m_as_{role}"
+            ),
+            "refused: the role of that name may do more on the subscriber than on the \
+             publisher, so the statement never runs with those rights; replication goes on",
+            r.logged(
+                "refused",
+                "CREATE TABLE",
+                &format!("role \"{role}\" may do more here than the publisher's role of that name could ({more})"),
+            ),
+            r.describe(),
+        );
+    }
+    query(a.publisher(), &format!("ALTER ROLE {MALLORY} NOCREATEROLE"));
+    a.reset_if_escalated("the role names");
 }
 
 fn finally(a: &mut Arena, out: &mut Vec<Outcome>) {

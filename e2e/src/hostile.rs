@@ -257,6 +257,7 @@ pub(crate) fn forged<'a>(
         database: "postgres",
         tables: "",
         settings: "",
+        role_rights: "",
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

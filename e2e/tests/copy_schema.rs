@@ -206,6 +206,43 @@ fn missing_roles_are_listed_before_anything_is_made() {
     assert_no_subscription_made(&subscriber, &publisher);
 }
 
+/// A role is matched by name: the publisher's `app_owner` owns objects (a schema, tables, a
+/// function) whose code runs with their owner's rights. A subscriber whose `app_owner` is a
+/// superuser, or reads server files, would run that code with those rights.
+#[test]
+fn owners_that_may_do_more_here_are_listed_before_anything_is_made() {
+    let publisher = publisher();
+    for (name, role) in [
+        (
+            "copy-super-owner",
+            "CREATE ROLE app_owner SUPERUSER; CREATE ROLE reader;",
+        ),
+        (
+            "copy-files-owner",
+            "CREATE ROLE app_owner; GRANT pg_read_server_files TO app_owner; CREATE ROLE reader;",
+        ),
+    ] {
+        let subscriber = ddl_subscriber(name, &["ddl_sync"]);
+        query(&subscriber, role);
+        let (ok, said) = copy(&subscriber, &publisher);
+        assert!(!ok, "{said}");
+        let more = if role.contains("SUPERUSER") {
+            "SUPERUSER"
+        } else {
+            "pg_read_server_files"
+        };
+        assert!(
+            said.contains(&format!(
+                "copy_schema: roles that own the publisher's objects may do more here than the \
+                 publisher's roles of those names: \"app_owner\" ({more})"
+            )),
+            "{said}"
+        );
+        assert_nothing_copied(&subscriber);
+        assert_no_subscription_made(&subscriber, &publisher);
+    }
+}
+
 #[test]
 fn objects_already_here_are_kept_when_identical_and_listed_when_not() {
     let publisher = publisher();

@@ -72,7 +72,12 @@ impl ServerHost {
     /// Becomes `role`, or says why it cannot: the statement is then refused, never run as the
     /// subscription owner instead (a superuser on PostgreSQL 15: a role that exists only on the
     /// publisher would otherwise create, say, SECURITY DEFINER functions owned by a superuser).
-    pub fn enter_role(&mut self, ctx: &mut Context, role: &str) -> Result<(), String> {
+    pub fn enter_role(
+        &mut self,
+        ctx: &mut Context,
+        role: &str,
+        publisher_rights: &str,
+    ) -> Result<(), String> {
         let current = current_user_name();
         let Ok(name) = CString::new(role) else {
             return Err("the event's role name holds a NUL byte".into());
@@ -95,6 +100,21 @@ impl ServerHost {
             return Err(format!(
                 "the subscription owner {current} may not become role \"{role}\""
             ));
+        }
+        // A name is all two nodes' roles share: the statement runs as this role only if it may
+        // do nothing here that the publisher's could not (not known for older publishers).
+        if !publisher_rights.is_empty() {
+            // SAFETY: catalog cache lookups of a role that exists, in the replay's transaction.
+            let here = unsafe { ddl_server::roles::rights(roleid) };
+            let beyond = ddl_wire::rights_beyond(&here, publisher_rights);
+            if !beyond.is_empty() {
+                return Err(format!(
+                    "role \"{role}\" may do more here than the publisher's role of that name \
+                     could ({}): the same name does not make it the same role; give the roles \
+                     of that name the same rights on both nodes",
+                    beyond.join(", ")
+                ));
+            }
         }
         let mut user = pg_sys::InvalidOid;
         let mut sec = 0;
@@ -136,7 +156,9 @@ impl ServerHost {
                  \"{fallback}\" is a superuser: refused"
             ));
         }
-        self.enter_role(ctx, fallback).map_err(|e| {
+        // The fallback is the subscriber's own choice of role for such statements: its rights
+        // are not compared with the publisher's role's.
+        self.enter_role(ctx, fallback, "").map_err(|e| {
             format!("role \"{missing}\" does not exist on this subscriber; fallback: {e}")
         })?;
         Ok(format!(

@@ -21,6 +21,7 @@ pub(crate) mod created;
 mod detach;
 mod generated;
 mod host;
+mod limits;
 mod object;
 mod resolution;
 mod settings;
@@ -83,6 +84,7 @@ fn replay(
     database_name: default!(&str, "''"),
     tables: default!(&str, "''"),
     settings: default!(&str, "''"),
+    role_rights: default!(&str, "''"),
 ) -> TableIterator<
     'static,
     (
@@ -107,6 +109,7 @@ fn replay(
         origin_lsn,
         tables,
         settings: settings::parse(settings),
+        role_rights,
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -138,6 +141,9 @@ struct Event<'a> {
     tables: &'a str,
     /// The session settings that change what the statement means (see [`settings`]).
     settings: settings::Settings<'a>,
+    /// What its role could do on the publisher (`ddl_wire::describe_role_rights`); empty when
+    /// not known.
+    role_rights: &'a str,
 }
 
 impl Event<'_> {
@@ -422,6 +428,11 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
     })
 }
 
+/// Defines the replay's settings (see `limits`).
+pub(crate) fn define_settings() {
+    limits::define_settings();
+}
+
 /// init_context → execute_ddl → cleanup_context, with the subscription's conflict policy.
 #[allow(clippy::too_many_arguments)] // the event, how to run it, and where
 fn run(
@@ -441,7 +452,7 @@ fn run(
         role: event.role_name.to_string(),
         ..Context::default()
     };
-    let role_note = match host.enter_role(&mut ctx, event.role_name) {
+    let role_note = match host.enter_role(&mut ctx, event.role_name, event.role_rights) {
         Ok(()) => None,
         Err(reason) => match fallback {
             Some(fallback) if !host::role_exists(event.role_name) => {
@@ -454,16 +465,19 @@ fn run(
         },
     };
     let attempt = || {
-        let mut outcome = adapter.init_context(&mut ctx, &mut host);
-        if outcome.is_success() {
-            outcome = adapter.execute_ddl(&mut ctx, &mut host, event.sql);
-        }
-        outcome.and(adapter.cleanup_context(&mut ctx, &mut host))
+        limits::bounded(|| {
+            let mut outcome = adapter.init_context(&mut ctx, &mut host);
+            if outcome.is_success() {
+                outcome = adapter.execute_ddl(&mut ctx, &mut host, event.sql);
+            }
+            outcome.and(adapter.cleanup_context(&mut ctx, &mut host))
+        })
     };
     let failed = stats::Failed {
         origin: event.origin_key().unwrap_or_default(),
         sql: event.sql,
     };
+    let started = std::time::Instant::now();
     let outcome = match conflict {
         // An ERROR goes up to the apply worker, which retries the whole transaction: nothing
         // is lost and nothing is applied twice (the replication origin did not advance).
@@ -472,6 +486,7 @@ fn run(
         Conflict::Skip => ddl_server::xact::in_subtransaction(attempt, Outcome::is_success)
             .unwrap_or_else(host::outcome_of),
     };
+    let outcome = limits::out_of_time(outcome, started.elapsed());
     host.leave_role();
     let notes = host.notes();
     // A statement the adapter ran was not the event's: refused whatever the policy, as a

@@ -352,6 +352,7 @@ pub(super) fn check_roles(publisher: &Publisher) {
     .unwrap_or_else(|e| error!("cannot look up the publisher's roles here: {e}"))
     .unwrap_or_default();
     if missing.is_empty() {
+        check_owners_rights(publisher);
         return;
     }
     let names: Vec<String> = missing.iter().map(|r| format!("\"{r}\"")).collect();
@@ -365,6 +366,86 @@ pub(super) fn check_roles(publisher: &Publisher) {
     )
     .set_detail("They own objects of the publisher's database, or hold privileges or policies on them; nothing was changed.")
     .set_hint("Create these roles here (roles are global objects, which logical replication never copies), then run the statement again.")
+    .report(PgLogLevel::ERROR);
+}
+
+/// The copied objects keep their owners' names, and an object runs code with its owner's
+/// rights (a SECURITY DEFINER function, a view's checks): an owner that may do more here than
+/// the publisher's role of that name could is an ERROR that lists them all, before anything is
+/// made. Both sides are described alike (`ddl_wire::describe_role_rights`).
+fn check_owners_rights(publisher: &Publisher) {
+    let predefined: Vec<String> = ddl_server::roles::PREDEFINED
+        .iter()
+        .filter_map(|name| name.to_str().ok())
+        .map(super::publisher::literal)
+        .collect();
+    let owners = publisher
+        .rows(
+            &format!(
+                "SELECT r.rolname::pg_catalog.text, r.rolsuper::pg_catalog.text,
+                        r.rolcreatedb::pg_catalog.text, r.rolcreaterole::pg_catalog.text,
+                        r.rolreplication::pg_catalog.text, r.rolbypassrls::pg_catalog.text,
+                        pg_catalog.array_to_string(ARRAY(
+                            SELECT p.rolname FROM pg_catalog.pg_roles p
+                             WHERE p.rolname OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.name[])
+                               AND pg_catalog.pg_has_role(r.oid, p.oid, 'USAGE')), ' ')
+                   FROM pg_catalog.pg_roles r
+                  WHERE r.oid IN (SELECT d.refobjid FROM pg_catalog.pg_shdepend d
+                                   WHERE d.dbid OPERATOR(pg_catalog.=)
+                                         (SELECT oid FROM pg_catalog.pg_database
+                                           WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+                                     AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_authid'::pg_catalog.regclass
+                                     AND d.deptype OPERATOR(pg_catalog.=) 'o')
+                  ORDER BY 1",
+                predefined.join(", ")
+            ),
+            7,
+        )
+        .unwrap_or_else(|e| {
+            ereport!(
+                ERROR,
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format!("could not read the rights of the publisher's object owners: {e}")
+            );
+        });
+    let mut beyond = Vec::new();
+    for row in owners {
+        let value = |i: usize| row.get(i).cloned().flatten().unwrap_or_default();
+        let attributes: [bool; 5] = std::array::from_fn(|i| value(i + 1) == "true");
+        let there_predefined = value(6);
+        let there = ddl_wire::describe_role_rights(
+            attributes,
+            &there_predefined.split_whitespace().collect::<Vec<_>>(),
+        );
+        let name = value(0);
+        let Ok(c_name) = std::ffi::CString::new(name.as_str()) else {
+            continue;
+        };
+        // SAFETY: catalog cache lookups by a NUL-terminated name (missing_ok), in the
+        // statement's transaction.
+        let here = unsafe {
+            let roleid = pg_sys::get_role_oid(c_name.as_ptr(), true);
+            ddl_server::roles::rights(roleid)
+        };
+        let more = ddl_wire::rights_beyond(&here, &there);
+        if !more.is_empty() {
+            beyond.push(format!("\"{name}\" ({})", more.join(", ")));
+        }
+    }
+    if beyond.is_empty() {
+        return;
+    }
+    ErrorReport::new(
+        PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!(
+            "copy_schema: roles that own the publisher's objects may do more here than the \
+             publisher's roles of those names: {}",
+            beyond.join(", ")
+        ),
+        "ddl_sync",
+    )
+    .set_detail("The copied objects would keep these owners, and run their code with the rights the owners have here; nothing was changed.")
+    .set_hint("A role's name does not make it the same role on every node: give the roles of these names the same rights on both nodes, then run the statement again.")
     .report(PgLogLevel::ERROR);
 }
 

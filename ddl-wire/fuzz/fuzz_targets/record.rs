@@ -29,6 +29,7 @@ fuzz_target!(|data: &[u8]| {
                 record.database,
                 record.tables,
                 record.settings,
+                record.role_rights,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }
