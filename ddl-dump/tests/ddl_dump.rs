@@ -945,7 +945,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
     let ddl = out.lines().nth(1).unwrap();
     for member in [
         r#""type":"Message","transactional":true,"lsn":"0/16B3748","prefix":"ddl_sync","ddl":{"#,
-        r#""format_version":3"#,
+        r#""format_version":4"#,
         r#""top_level":true"#,
         r#""transactional":true"#,
         r#""forwarded":false"#,
@@ -959,6 +959,7 @@ fn a_ddl_sync_message_is_shown_as_its_ddl_record() {
         r#""original_lsn":"0/0""#,
         r#""sql":"CREATE TABLE t (a int)""#,
         r#""database":"shop""#,
+        r#""role_rights":"NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS""#,
     ] {
         assert!(ddl.contains(member), "{member} in {ddl}");
     }
