@@ -39,8 +39,9 @@
 //! 11. `apply_time_code`: triggers and rules enabled ALWAYS/REPLICA, and mallory's functions in
 //!     CHECK constraints, defaults, generated columns, indexes, partition keys, domains and
 //!     operators, which PostgreSQL 15 would run as the subscription owner (a superuser) for
-//!     every row applied; the same statements by a superuser; SECURITY DEFINER functions, and
-//!     turning them into SECURITY INVOKER ones afterwards;
+//!     every row applied; the same statements by a superuser; SECURITY DEFINER functions (which
+//!     would run in the apply worker's session), and turning them into SECURITY INVOKER ones
+//!     afterwards;
 //! 12. `caller_rights`: PostgreSQL's own functions that act with their caller's rights (run SQL
 //!     text, read relations, change superuser-only settings, sequences, large objects, other
 //!     sessions, advisory locks, replication slots) or that mallory may not execute, in CHECK
@@ -1967,8 +1968,13 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
         push(
             out,
             format!("mallory: `{sql}` (a SECURITY DEFINER function of hers)"),
-            "applied: the function runs as mallory whoever calls it",
-            r.logged("applied", "ALTER TABLE", ""),
+            "refused: it runs as mallory, but in the apply worker's session, whose settings, \
+             advisory locks and LISTENs it could change for every row applied after it",
+            r.logged(
+                "refused",
+                "ALTER TABLE",
+                "(SECURITY DEFINER, it would run in the apply",
+            ),
             r.describe(),
         );
     }
@@ -2008,8 +2014,8 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
         r.describe(),
     );
 
-    const BYPASS: &str = "refused on the subscriber (\"... it would run as the subscription \
-        owner\"): the CHECK that calls it would now run it as the subscription owner";
+    const BYPASS: &str = "applied: no expression calls the function on the subscriber (the \
+        CHECKs were refused), so making it SECURITY INVOKER attaches nothing";
     for (sql, tag) in [
         (
             "ALTER FUNCTION public.mallory_sd(int) SECURITY INVOKER",
@@ -2027,11 +2033,11 @@ fn apply_time_code(a: &mut Arena, out: &mut Vec<Outcome>) {
         push(
             out,
             format!(
-                "mallory, after her SECURITY DEFINER function was accepted in a CHECK: `{sql}` \
+                "mallory, after her SECURITY DEFINER function was refused in a CHECK: `{sql}` \
                  (now SECURITY INVOKER)"
             ),
             BYPASS,
-            r.logged("refused", tag, AS_OWNER),
+            r.logged("applied", tag, ""),
             r.describe(),
         );
     }
@@ -2302,6 +2308,43 @@ fn session_leak(a: &mut Arena, out: &mut Vec<Outcome>) {
             first.describe(),
             second.describe()
         ),
+    );
+    // Wrapped in a SECURITY DEFINER function of hers, in a CHECK the apply worker runs for
+    // every row: the setting would be kept for the worker's life, the lock held until it exits.
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE FUNCTION public.mallory_sd_leak(v int) RETURNS boolean LANGUAGE plpgsql \
+         SECURITY DEFINER AS $f$ BEGIN PERFORM pg_catalog.set_config('array_nulls', 'off', \
+         false); PERFORM pg_catalog.pg_advisory_lock(42); RETURN true; END $f$",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "mallory creates mallory_sd_leak(), SECURITY DEFINER, which sets array_nulls = off for \
+         the session and takes a session-level advisory lock",
+        &r,
+        1,
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "ALTER TABLE m_leak ADD CONSTRAINT m_leak_sd CHECK (public.mallory_sd_leak(1))",
+    );
+    let r = a.round();
+    push(
+        out,
+        "mallory: `ALTER TABLE m_leak ADD CONSTRAINT m_leak_sd CHECK \
+         (public.mallory_sd_leak(1))` (her SECURITY DEFINER wrapper of set_config and \
+         pg_advisory_lock)",
+        "refused: the wrapper would run in the apply worker's session, which it would change for \
+         every row after it; replication goes on",
+        r.logged(
+            "refused",
+            "ALTER TABLE",
+            "(SECURITY DEFINER, it would run in the apply",
+        ),
+        r.describe(),
     );
     a.reset_if_escalated("the session leak");
 }

@@ -46,10 +46,11 @@ fn dump_blocks_where(pg: &Cluster, db: &str, keep: impl Fn(&Entry<'_>) -> bool) 
     );
     let archive = Archive::parse(&out.stdout)
         .unwrap_or_else(|e| panic!("pg_dump of {} (database {db}): {e}", pg.name()));
+    // The database's own entries are what `pg_dump` without `--create` leaves out.
     archive
         .entries
         .iter()
-        .filter(|e| keep(e))
+        .filter(|e| !e.is_database() && keep(e))
         .map(block)
         .collect()
 }

@@ -136,6 +136,13 @@ impl<'a> Entry<'a> {
         matches!(self.desc, "ENCODING" | "STDSTRINGS" | "SEARCHPATH")
     }
 
+    /// The database itself (`DATABASE`, `DATABASE PROPERTIES`: its comment, privileges and
+    /// settings), which pg_restore restores only with `--create`, whatever a list selects: not
+    /// an object of the schema.
+    pub fn is_database(&self) -> bool {
+        matches!(self.desc, "DATABASE" | "DATABASE PROPERTIES")
+    }
+
     /// `TYPE schema.name` (or `TYPE name`), for messages.
     pub fn describe(&self) -> String {
         match self.namespace {

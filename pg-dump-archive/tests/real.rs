@@ -57,7 +57,8 @@ fn real_archives_read_as_pg_dump_wrote_them() {
         let customers = entry(&a, "TABLE", "customers");
         assert!(comment.dependencies.contains(&customers.id), "{file}");
         assert!(entry(&a, "ENCODING", "ENCODING").is_setting());
-        assert!(!customers.is_setting());
+        assert!(!customers.is_setting() && !customers.is_database());
+        assert!(entry(&a, "DATABASE", "postgres").is_database());
         assert!(entry(&a, "ACL", "TABLE customers")
             .definition
             .unwrap()

@@ -10,8 +10,13 @@
 //! is not a superuser here is refused when it leaves behind:
 //! - a trigger or rule enabled ALWAYS or REPLICA (the only ones an apply worker fires);
 //! - an expression that calls a function (directly, or as an operator's implementation) that is
-//!   neither owned by a superuser nor SECURITY DEFINER (which runs as its owner anyway), or a
-//!   cast that does (`to_json` and the like look casts to json up as they run);
+//!   not owned by a superuser, or a cast that does (`to_json` and the like look casts to json
+//!   up as they run). SECURITY DEFINER does not make one acceptable: it runs as its owner, but
+//!   in the apply worker's session, so it can change what every later row runs with (a
+//!   setting kept with `set_config(..., false)`: a search_path for the superuser's own
+//!   triggers, `array_nulls` for every array applied after it; a session-level advisory
+//!   lock; a LISTEN), which PostgreSQL prevents only for code it runs as a table's owner
+//!   (`run_as_owner = false`: a security-restricted operation in a GUC level of its own);
 //! - an expression that calls a function the role may not execute, or a built-in that acts with
 //!   its caller's rights on what its arguments name (runs SQL text, reads relations, changes
 //!   settings, uses sequences or large objects; see [`caller_rights`]).
@@ -127,13 +132,16 @@ pub fn code_left_behind(since: pg_sys::TransactionId, author: Author) -> Option<
            AND pg_catalog.age(r.xmin) OPERATOR(pg_catalog.<=) (SELECT age FROM mine)
            AND (NOT $2 OR EXISTS (SELECT FROM not_superusers n WHERE n.oid OPERATOR(pg_catalog.=) r.ev_class))
         UNION ALL
-        SELECT pg_catalog.format('%s calls %s, owned by %I, which is not a superuser',
+        SELECT pg_catalog.format('%s calls %s, owned by %I, which is not a superuser%s',
                    pg_catalog.pg_describe_object(c.classid, c.objid, c.objsubid),
-                   c.fn::pg_catalog.regprocedure, o.rolname)
+                   c.fn::pg_catalog.regprocedure, o.rolname,
+                   CASE WHEN f.prosecdef THEN ' (SECURITY DEFINER, it would run in the apply \
+worker''s session and could change its settings, advisory locks or LISTENs for every row after \
+it)' ELSE '' END)
           FROM calls c
           JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) c.fn
           JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.proowner
-         WHERE NOT o.rolsuper AND NOT f.prosecdef
+         WHERE NOT o.rolsuper
            AND c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_constraint',
                    'pg_catalog.pg_attrdef', 'pg_catalog.pg_class',
                    'pg_catalog.pg_type', 'pg_catalog.pg_cast']::pg_catalog.regclass[])

@@ -490,7 +490,12 @@ pub(super) fn missing_here(
     let mut sequences = Vec::new();
     let mut ids = Vec::new();
     let mut kept = 0;
-    for entry in published.toc().entries.iter().filter(|e| !e.is_setting()) {
+    for entry in published
+        .toc()
+        .entries
+        .iter()
+        .filter(|e| !e.is_setting() && !e.is_database())
+    {
         let how = take(entry);
         if how == Take::No {
             continue;
