@@ -590,15 +590,14 @@ unsafe fn reading() -> (i32, bool, bool, i32) {
 
 /// `timezone_abbreviations`' value (empty when unset).
 fn timezone_abbreviations<'a>() -> &'a [u8] {
-    // SAFETY: a built-in setting's NUL-terminated name; the value is valid until the next
-    // GetConfigOption: the caller copies or compares it first.
-    unsafe {
-        bytes(pg_sys::GetConfigOption(
-            c"timezone_abbreviations".as_ptr(),
-            true,
-            false,
-        ))
-    }
+    setting(c"timezone_abbreviations")
+}
+
+/// The value of setting `name`, by name (empty when it is not defined). Valid until the next
+/// GetConfigOption: the caller copies or compares it first.
+fn setting<'a>(name: &std::ffi::CStr) -> &'a [u8] {
+    // SAFETY: a NUL-terminated name; missing_ok: NULL for a setting that is not defined.
+    unsafe { bytes(pg_sys::GetConfigOption(name.as_ptr(), true, false)) }
 }
 
 /// The bytes of a server string variable (empty when unset).
@@ -616,15 +615,7 @@ unsafe fn bytes<'a>(p: *const std::ffi::c_char) -> &'a [u8] {
 
 /// Babelfish sessions parse T-SQL when this (otherwise unknown) setting says so.
 fn dialect_setting<'a>() -> &'a [u8] {
-    // SAFETY: a NUL-terminated name; missing_ok: NULL for a setting that is not defined. The
-    // value is valid until the next GetConfigOption: the caller copies or compares it first.
-    unsafe {
-        bytes(pg_sys::GetConfigOption(
-            c"babelfishpg_tsql.sql_dialect".as_ptr(),
-            true,
-            false,
-        ))
-    }
+    setting(c"babelfishpg_tsql.sql_dialect")
 }
 
 /// Whether the dialect setting is Babelfish's own, not a placeholder: any role may set an

@@ -33,6 +33,7 @@ pub mod object_access;
 pub mod options;
 pub mod relcache;
 pub mod roles;
+pub mod session;
 pub mod shmem;
 pub mod spi;
 pub mod subscription_rel;

@@ -2309,6 +2309,33 @@ fn session_leak(a: &mut Arena, out: &mut Vec<Outcome>) {
             second.describe()
         ),
     );
+    // Code the replay itself runs (a USING expression) taking a session-level advisory lock:
+    // the apply worker would hold it for its life.
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE FUNCTION public.mallory_hold(v bigint) RETURNS numeric LANGUAGE plpgsql IMMUTABLE \
+         AS $f$ \
+         BEGIN PERFORM pg_catalog.pg_advisory_lock(4242); RETURN v; END $f$;
+         ALTER TABLE m_leak ALTER COLUMN v TYPE numeric USING public.mallory_hold(v)",
+    );
+    let r = a.round();
+    let held = query(
+        a.subscriber(),
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 4242",
+    );
+    push(
+        out,
+        "mallory: `ALTER TABLE m_leak ALTER COLUMN v TYPE numeric USING public.mallory_hold(v)`, \
+         her function taking pg_advisory_lock(4242)",
+        "applied, and the lock does not outlive the replay: the apply worker holds no advisory \
+         lock afterwards",
+        r.all_applied(2) && held == "0",
+        format!(
+            "{}; advisory locks 4242 held on the subscriber: {held}",
+            r.describe()
+        ),
+    );
     // Wrapped in a SECURITY DEFINER function of hers, in a CHECK the apply worker runs for
     // every row: the setting would be kept for the worker's life, the lock held until it exits.
     run_as(

@@ -1,6 +1,7 @@
 //! Bounds on a replay, so that no role without rights on the subscriber can hold the apply
 //! worker, and with it every table of the subscription:
-//! - `ddl_sync.replay_lock_timeout`: how long a replayed statement waits for each lock (a role
+//! - `ddl_sync.replay_lock_timeout`: how long a replayed statement waits for each lock, unless
+//!   the apply worker's own `lock_timeout` is shorter (a role
 //!   may hold a lock on a table it has no right to: parse analysis locks before permissions
 //!   are checked, `BEGIN; PREPARE p AS SELECT 1 FROM t;`). The wait then ends with
 //!   PostgreSQL's ERROR (`55P03`), a transient one whatever `ddl_conflict` says: the event is
@@ -16,7 +17,7 @@
 //! reload), never the event's.
 
 use ddl_adapter::{Failure, Outcome, SqlState};
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting};
 
 static LOCK_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(10_000);
 static STATEMENT_TIMEOUT: GucSetting<i32> = GucSetting::<i32>::new(0);
@@ -46,9 +47,18 @@ pub(crate) fn define_settings() {
     );
 }
 
-/// Runs `f`, a replay's attempt, with both bounds.
+/// Runs `f`, a replay's attempt, with both bounds. A shorter `lock_timeout` the apply worker
+/// already has (`ALTER DATABASE ... SET lock_timeout`, say) is kept.
 pub fn bounded<T>(f: impl FnOnce() -> T) -> T {
-    let lock_timeout = LOCK_TIMEOUT.get().to_string();
+    let bound = LOCK_TIMEOUT.get();
+    // SAFETY: the server's own variable behind `lock_timeout`, read in its backend.
+    let current = unsafe { pg_sys::LockTimeout };
+    let lock_timeout = if bound > 0 && (current == 0 || bound < current) {
+        bound
+    } else {
+        current
+    }
+    .to_string();
     ddl_server::guc::with_settings(&[("lock_timeout", &lock_timeout)], || {
         let _timer = ddl_server::timeout::StatementTimer::arm(STATEMENT_TIMEOUT.get());
         f()

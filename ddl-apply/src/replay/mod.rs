@@ -488,6 +488,9 @@ fn run(
     };
     let outcome = limits::out_of_time(outcome, started.elapsed());
     host.leave_role();
+    // Nothing the statement's code took for the session (advisory locks, LISTEN) outlives it,
+    // as its settings do not.
+    ddl_server::session::release_in_background_worker();
     let notes = host.notes();
     // A statement the adapter ran was not the event's: refused whatever the policy, as a
     // statement refused before running (retrying would not change it).
