@@ -131,7 +131,7 @@ pub use crate::{
     },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},
-    role_rights::{describe_role_rights, rights_beyond, ROLE_ATTRIBUTES},
+    role_rights::{describe_role_rights, has_every_right, rights_beyond, ROLE_ATTRIBUTES},
     rollback_prepared::{write_rollback_prepared, RollbackPreparedBody},
     stream_abort::{write_stream_abort, StreamAbortBody},
     stream_commit::{write_stream_commit, StreamCommitBody},

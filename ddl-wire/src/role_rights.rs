@@ -45,13 +45,21 @@ pub fn describe_role_rights(attributes: [bool; 5], predefined: &[&str]) -> Strin
     words.join(" ")
 }
 
+/// Whether `rights` (as [`describe_role_rights`] writes them) are a superuser's: every right,
+/// so no role can have rights beyond them.
+pub fn has_every_right(rights: &str) -> bool {
+    rights
+        .split_whitespace()
+        .any(|right| right == ROLE_ATTRIBUTES[0])
+}
+
 /// The rights `here` has that `there` lacks (both as [`describe_role_rights`] writes them):
 /// none when `there` is a superuser's.
 pub fn rights_beyond<'a>(here: &'a str, there: &str) -> Vec<&'a str> {
-    let theirs: Vec<&str> = there.split_whitespace().collect();
-    if theirs.contains(&ROLE_ATTRIBUTES[0]) {
+    if has_every_right(there) {
         return Vec::new();
     }
+    let theirs: Vec<&str> = there.split_whitespace().collect();
     here.split_whitespace()
         .filter(|right| !right.starts_with("NO") && !theirs.contains(right))
         .collect()
