@@ -88,7 +88,7 @@ BEGIN
         NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
         NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
         NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''),
-        coalesce(NEW.role_rights, ''));
+        coalesce(NEW.role_rights, ''), NEW.bindings);
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;

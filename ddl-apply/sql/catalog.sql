@@ -68,8 +68,8 @@ COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncextra IS
 -- statement as a synthetic INSERT on it. On a subscriber the apply worker inserts the row, a
 -- trigger replays the statement and fills the apply_* columns, and the row stays as the apply
 -- log. The first sixteen columns are ddl-wire's event_columns(), in that order (a test keeps
--- them equal); tables, settings and role_rights (ddl-wire's TABLES_COLUMN, SETTINGS_COLUMN,
--- ROLE_RIGHTS_COLUMN) came later,
+-- them equal); tables, settings, role_rights and bindings (ddl-wire's TABLES_COLUMN,
+-- SETTINGS_COLUMN, ROLE_RIGHTS_COLUMN, BINDINGS_COLUMN) came later,
 -- hence last.
 CREATE TABLE ddl_sync.events (
     lsn               pg_lsn  NOT NULL,
@@ -97,6 +97,7 @@ CREATE TABLE ddl_sync.events (
     tables            text,
     settings          text,
     role_rights       text,
+    bindings          text,
     -- A statement is named by the node where it first ran and its LSN there, so the same DDL
     -- arriving twice (two subscriptions, a cascade) is one row.
     CONSTRAINT events_pkey PRIMARY KEY (origin_sysid, origin_lsn),
@@ -132,6 +133,8 @@ COMMENT ON COLUMN ddl_sync.events.subid IS
     'subscriber: the subscription whose apply worker inserted it (pg_subscription.oid)';
 COMMENT ON COLUMN ddl_sync.events.role_rights IS
     'what the statement''s role could do where it ran (SUPERUSER, or its attributes and predefined roles); NULL when not known';
+COMMENT ON COLUMN ddl_sync.events.bindings IS
+    'what the statement bound by name where it ran (functions, operators, types, ... that are not built in), one identity per line; NULL when not known';
 COMMENT ON COLUMN ddl_sync.events.settings IS
     'the session settings that change what the statement means (DateStyle, TimeZone, ...), one name=value per line';
 COMMENT ON COLUMN ddl_sync.events.tables IS

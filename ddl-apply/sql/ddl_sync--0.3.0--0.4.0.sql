@@ -70,6 +70,9 @@ COMMENT ON COLUMN ddl_sync.events.settings IS
 ALTER TABLE ddl_sync.events ADD COLUMN role_rights text;
 COMMENT ON COLUMN ddl_sync.events.role_rights IS
     'what the statement''s role could do where it ran (SUPERUSER, or its attributes and predefined roles); NULL when not known';
+ALTER TABLE ddl_sync.events ADD COLUMN bindings text;
+COMMENT ON COLUMN ddl_sync.events.bindings IS
+    'what the statement bound by name where it ran (functions, operators, types, ... that are not built in), one identity per line; NULL when not known';
 COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
 
@@ -88,14 +91,15 @@ CREATE  FUNCTION "replay"(
 	"database_name" TEXT DEFAULT '', /* & str */
 	"tables" TEXT DEFAULT '', /* & str */
 	"settings" TEXT DEFAULT '', /* & str */
-	"role_rights" TEXT DEFAULT '' /* & str */
+	"role_rights" TEXT DEFAULT '', /* & str */
+	"bindings" TEXT DEFAULT NULL /* Option < & str > */
 ) RETURNS TABLE (
 	"status" TEXT,  /* String */
 	"detail" TEXT,  /* Option < String > */
 	"adapter" TEXT,  /* Option < String > */
 	"seconds" double precision  /* f64 */
 )
-STRICT VOLATILE
+VOLATILE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'replay_wrapper';
 
@@ -140,7 +144,7 @@ BEGIN
         NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
         NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
         NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''),
-        coalesce(NEW.role_rights, ''));
+        coalesce(NEW.role_rights, ''), NEW.bindings);
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;
@@ -150,7 +154,7 @@ BEGIN
     RETURN NEW;
 END
 $$;
-REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text, text, text) FROM PUBLIC;
 
 -- A table created here is registered in the subscriptions to this node's peers (origin = none,
 -- with DDL), whose rows PostgreSQL would otherwise drop until a REFRESH PUBLICATION; see

@@ -201,7 +201,7 @@ pub(crate) mod tests {
 
     /// What the subscriber side adds after the event columns, then the optional event column
     /// that came later.
-    const APPLY_COLUMNS: [(&str, &str); 9] = [
+    const APPLY_COLUMNS: [(&str, &str); 10] = [
         ("apply_status", "text"),
         ("apply_detail", "text"),
         ("apply_adapter", "text"),
@@ -211,6 +211,7 @@ pub(crate) mod tests {
         (ddl_wire::TABLES_COLUMN, "text"),
         (ddl_wire::SETTINGS_COLUMN, "text"),
         (ddl_wire::ROLE_RIGHTS_COLUMN, "text"),
+        (ddl_wire::BINDINGS_COLUMN, "text"),
     ];
 
     #[pg_test]

@@ -22,6 +22,9 @@ pub struct CreateTableAs {
     pub sql: String,
     /// `CREATE TABLE <schema>.<name> (<columns>);`: the record's `tables` (see `shape`).
     pub shape: String,
+    /// The types and collations of its columns that are not built in: what `sql` names, for
+    /// the record's `bindings` (`ddl_server::bindings`).
+    pub uses: Vec<pg_sys::ObjectAddress>,
 }
 
 /// The table `stmt` will create in `schema`; `None` when the statement is about to fail on its
@@ -63,7 +66,20 @@ pub unsafe fn create_table_as(
     };
     sql.push_str(&table);
     let mut defs = Vec::new();
+    let mut uses = Vec::new();
     for (i, att) in attrs.iter().enumerate() {
+        for (class_id, object_id) in [
+            (pg_sys::TypeRelationId, att.atttypid),
+            (pg_sys::CollationRelationId, att.attcollation),
+        ] {
+            if object_id != pg_sys::InvalidOid && !ddl_server::bindings::is_builtin(object_id) {
+                uses.push(pg_sys::ObjectAddress {
+                    classId: class_id,
+                    objectId: object_id,
+                    objectSubId: 0,
+                });
+            }
+        }
         let name = match names.get_ptr(i) {
             // SAFETY: a String node of the list, whose `sval` is NUL-terminated.
             Some(node) => unsafe { (*(node as *mut pg_sys::String)).sval },
@@ -97,6 +113,7 @@ pub unsafe fn create_table_as(
     Some(CreateTableAs {
         sql,
         shape: format!("CREATE TABLE {table} {columns};"),
+        uses,
     })
 }
 

@@ -85,6 +85,7 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
             tag: Some("CREATE TABLE"),
             sql: table.sql,
             tables: Some(table.shape),
+            uses: table.uses,
         }),
         relations: Vec::new(),
         command: std::ptr::null_mut(),

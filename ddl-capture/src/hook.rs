@@ -54,6 +54,8 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
         top_level: call.top_level(),
         dropped: Vec::new(),
         created_relations: Vec::new(),
+        holders: Vec::new(),
+        ran: Vec::new(),
         watch: None,
         captured: false,
         refills: Vec::new(),
@@ -78,6 +80,17 @@ unsafe extern "C-unwind" fn after(depth: usize) {
     let Some(mut s) = statement::take(depth) else {
         return;
     };
+    // What a statement run by another bound, the other bound: the subscriber replays the
+    // outer one whole (CREATE SCHEMA's elements, a CREATE TABLE's indexes).
+    let (holders, ran) = (std::mem::take(&mut s.holders), std::mem::take(&mut s.ran));
+    statement::with_innermost(|outer| {
+        outer.holders.extend(holders);
+        for function in ran {
+            if !outer.ran.contains(&function) {
+                outer.ran.push(function);
+            }
+        }
+    });
     // SAFETY: in the hook after the statement, inside its transaction.
     unsafe { volatile::run_refills(std::mem::take(&mut s.refills)) };
     forget::refresh_event_triggers();

@@ -23,6 +23,7 @@
 
 use crate::rules::PublicationRules;
 use crate::statement::{self, Dropped};
+use ddl_server::bindings;
 use ddl_server::object_access::Access;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -48,17 +49,25 @@ pub unsafe fn install() {
     unsafe { ddl_server::object_access::install(seen) };
 }
 
-/// The object access hook's handler. Called for every object made or dropped, so it filters
-/// before the guarded part, whose guard costs more than the rest of the handler.
+/// The object access hook's handler. Called for every object made, changed or dropped and
+/// every function an expression calls, so it filters before the guarded part, whose guard
+/// costs more than the rest of the handler.
 unsafe extern "C-unwind" fn seen(object: pg_sys::ObjectAddress, access: Access) {
     match access {
         Access::Drop { flags } if flags & pg_sys::PERFORM_DELETION_INTERNAL as i32 == 0 => {
             // SAFETY: the hook's report of a drop about to happen.
             unsafe { dropping(object) }
         }
-        Access::PostCreate { internal: false } if object.classId == pg_sys::RelationRelationId => {
-            created(object)
+        Access::PostCreate { internal } => {
+            if !internal && object.classId == pg_sys::RelationRelationId {
+                created(object);
+            }
+            if bindings::holds_names(object.classId) {
+                holder(object);
+            }
         }
+        Access::PostAlter if bindings::changes_what_it_uses(&object) => holder(object),
+        Access::FunctionExecute if !bindings::is_builtin(object.objectId) => ran(object.objectId),
         _ => {}
     }
 }
@@ -68,6 +77,22 @@ unsafe extern "C-unwind" fn seen(object: pg_sys::ObjectAddress, access: Access) 
 extern "C-unwind" fn created(object: pg_sys::ObjectAddress) {
     let made = (object.objectId, object.objectSubId);
     statement::with_innermost(|s| s.created_relations.push(made));
+}
+
+/// An object that may keep what a name found was made or changed (the record's `bindings`).
+#[pg_guard]
+extern "C-unwind" fn holder(object: pg_sys::ObjectAddress) {
+    statement::with_innermost(|s| s.holders.push(object));
+}
+
+/// A function that is not built in is about to run (the record's `bindings`).
+#[pg_guard]
+extern "C-unwind" fn ran(function: pg_sys::Oid) {
+    statement::with_innermost(|s| {
+        if !s.ran.contains(&function) {
+            s.ran.push(function);
+        }
+    });
 }
 
 /// Whether a statement's drops are kept, decided at its first.

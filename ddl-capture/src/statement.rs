@@ -60,6 +60,11 @@ pub struct Statement {
     /// The relations (column 0) and columns it made itself, in order: not a table's TOAST
     /// table, nor what the statements it ran made.
     pub created_relations: Vec<(pg_sys::Oid, i32)>,
+    /// The objects it made or changed that keep what a name found (`ddl_server::bindings`),
+    /// its own and those of the statements it ran.
+    pub holders: Vec<pg_sys::ObjectAddress>,
+    /// The functions it ran that are not built in, once each.
+    pub ran: Vec<pg_sys::Oid>,
     /// Whether its drops are kept, with the objects it names (`None` before its first drop).
     pub watch: Option<crate::objects::Watch>,
     /// Captured before it ran (see `early.rs`): `ddl_command_end` must not capture it again.

@@ -116,6 +116,9 @@ pub(crate) struct Recorded {
     pub sql: String,
     /// The record's `tables`, when the tables do not exist yet to be described.
     pub tables: Option<String>,
+    /// What `sql` names besides what the statement bound (`ddl_server::bindings`), when its
+    /// objects do not exist yet to be read.
+    pub uses: Vec<pg_sys::ObjectAddress>,
 }
 
 /// Captures the statement that ended with command tag `tag`.
@@ -211,6 +214,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         session_user: &session.session_user,
         database: &session.database,
         tables: "",
+        bindings: None,
         tag: [0; RECORD_TAG_LEN],
     };
     let verdicts = rules.verdicts(&record);
@@ -236,8 +240,16 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         // SAFETY: in the statement's transaction, the relations it reported.
         None => unsafe { shape::tables(&target.relations) },
     };
+    let mut uses = recorded
+        .as_ref()
+        .map(|r| r.uses.clone())
+        .unwrap_or_default();
+    // SAFETY: in the statement's transaction, after it ran (or, captured before, with what it
+    // will make in `uses`).
+    let bindings = unsafe { bindings(&mut uses) };
     let record = DdlRecord {
         tables: &tables,
+        bindings: Some(&bindings),
         ..record
     };
     let record = match &recorded {
@@ -252,6 +264,28 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     emit::emit_record(&record);
     log_verdicts(&record, &verdicts);
     stats::count_capture(&verdicts);
+}
+
+/// The record's `bindings`: what the innermost statement bound by name (the objects it made
+/// or changed use, the functions it ran), with `uses`.
+///
+/// # Safety
+/// In the statement's transaction.
+unsafe fn bindings(uses: &mut Vec<pg_sys::ObjectAddress>) -> String {
+    let (holders, ran) =
+        statement::with_innermost(|s| (s.holders.clone(), s.ran.clone())).unwrap_or_default();
+    // SAFETY: the caller's promise.
+    uses.extend(unsafe { ddl_server::bindings::referenced(&holders) });
+    uses.extend(ran.into_iter().map(|function| pg_sys::ObjectAddress {
+        classId: pg_sys::ProcedureRelationId,
+        objectId: function,
+        objectSubId: 0,
+    }));
+    // SAFETY: the caller's promise.
+    ddl_wire::encode_bindings(
+        uses.iter()
+            .filter_map(|o| unsafe { ddl_server::bindings::identity(o) }),
+    )
 }
 
 /// DEBUG1: which publications took the statement, and which rule kept it from the others.
@@ -402,6 +436,7 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
             tag: None,
             sql: partly_temporary_drop(&permanent, s.cascade()),
             tables: None,
+            uses: Vec::new(),
         }),
         command: std::ptr::null_mut(),
         subcommands: Vec::new(),
@@ -522,6 +557,7 @@ unsafe fn evaluated_partition_bound(tag: &str, target: &Target) -> Option<Record
         tag: None,
         sql: statement::cut(&sql, -1, 0).to_string(),
         tables: None,
+        uses: Vec::new(),
     })
 }
 

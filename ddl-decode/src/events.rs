@@ -145,6 +145,11 @@ unsafe fn form_tuple(
             // Not known for a record written before version 4: NULL, not "no rights".
             b"role_rights" if record.role_rights.is_empty() => continue,
             b"role_rights" => text(record.role_rights),
+            // Not known for a record written before version 4: NULL, not "bound nothing".
+            b"bindings" => match record.bindings {
+                Some(bindings) => text(bindings),
+                None => continue,
+            },
             _ => continue,
         };
         values[i] = value;

@@ -856,6 +856,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("tables", s(e.tables)),
             ("settings", s(e.settings)),
             ("role_rights", s(e.role_rights)),
+            ("bindings", s(e.bindings)),
         ],
         Ddl::Record(r, version) => vec![
             ("format_version", V::Num((*version).into())),
@@ -891,6 +892,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("tables", s(r.tables)),
             ("settings", s(r.settings)),
             ("role_rights", s(r.role_rights)),
+            ("bindings", s(r.bindings.unwrap_or(""))),
         ],
     }
 }

@@ -692,6 +692,7 @@ fn record() -> DdlRecord<'static> {
         tables: "CREATE TABLE public.t (a integer);",
         settings: "DateStyle=ISO, MDY",
         role_rights: "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
+        bindings: Some("type public.money_amount\n"),
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }

@@ -5,6 +5,7 @@
 //! - [`utility`]: chaining the ProcessUtility hook so that the statement's own ERROR reaches the
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
+//! - [`bindings`]: what a statement bound by name, by identity, the same on every node;
 //! - [`event_trigger`]: event trigger functions called by symbol name;
 //! - [`extension_tables`]: the extension's tables found without SPI, and the invalidation that
 //!   says their capture configuration changed;
@@ -25,6 +26,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+pub mod bindings;
 pub mod event_trigger;
 pub mod extension_tables;
 pub mod guc;

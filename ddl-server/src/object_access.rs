@@ -6,7 +6,9 @@
 //! through `pg_event_trigger_dropped_objects()`, which costs more than everything else a
 //! capture does with them (BENCHMARKS.md, "Instructions"). Likewise each object made is
 //! reported as it is made (`OAT_POST_CREATE`), with whether the user asked for it or the server
-//! made it on the side (a table's TOAST table).
+//! made it on the side (a table's TOAST table), each change of an object (`OAT_POST_ALTER`), and
+//! each function an expression is about to call (`OAT_FUNCTION_EXECUTE`, when the executor
+//! sets the expression up, before it runs: sepgsql's check of who may execute what).
 //!
 //! The hook calls the one installed before it first, unguarded like the statement in
 //! [`crate::utility`] (an ERROR of that hook, such as sepgsql's refusal, reaches the client as
@@ -22,10 +24,14 @@ pub enum Access {
     Drop { flags: i32 },
     /// Just made; `internal` when the server made it for another object, not the user.
     PostCreate { internal: bool },
+    /// Just changed (a column's type, a function replaced).
+    PostAlter,
+    /// A function about to be called by an expression being set up.
+    FunctionExecute,
 }
 
-/// The handler: `object` and what happens to it. Called for every object made or dropped: it
-/// filters first, and guards (`#[pg_guard]`) what may raise an ERROR or panic.
+/// The handler: `object` and what happens to it. Called for every object made, changed or
+/// dropped and every function an expression calls: it filters first, and guards (`#[pg_guard]`) what may raise an ERROR or panic.
 pub type Handler = unsafe extern "C-unwind" fn(object: pg_sys::ObjectAddress, access: Access);
 
 /// The hook installed before ours, and our handler.
@@ -61,7 +67,7 @@ unsafe extern "C-unwind" fn object_access(
             previous(access, class_id, object_id, sub_id, arg);
         }
     }
-    // SAFETY: for these two, `arg` is null or the event's own struct (objectaccess.h).
+    // SAFETY: for these, `arg` is null or the event's own struct (objectaccess.h).
     let access = unsafe {
         match access {
             pg_sys::ObjectAccessType::OAT_DROP if !arg.is_null() => Access::Drop {
@@ -71,6 +77,8 @@ unsafe extern "C-unwind" fn object_access(
                 internal: !arg.is_null()
                     && (*arg.cast::<pg_sys::ObjectAccessPostCreate>()).is_internal,
             },
+            pg_sys::ObjectAccessType::OAT_POST_ALTER => Access::PostAlter,
+            pg_sys::ObjectAccessType::OAT_FUNCTION_EXECUTE => Access::FunctionExecute,
             _ => return,
         }
     };

@@ -83,8 +83,17 @@ pub const SETTINGS_COLUMN: &str = "settings";
 /// in extension version 0.4.0).
 pub const ROLE_RIGHTS_COLUMN: &str = "role_rights";
 
+/// The column of [`DdlEvent::bindings`] (`text`), optional like [`TABLES_COLUMN`] (added in
+/// extension version 0.4.0).
+pub const BINDINGS_COLUMN: &str = "bindings";
+
 /// The optional columns, in [`DdlEvent`] field order.
-const OPTIONAL: [&str; 3] = [TABLES_COLUMN, SETTINGS_COLUMN, ROLE_RIGHTS_COLUMN];
+const OPTIONAL: [&str; 4] = [
+    TABLES_COLUMN,
+    SETTINGS_COLUMN,
+    ROLE_RIGHTS_COLUMN,
+    BINDINGS_COLUMN,
+];
 
 /// One DDL statement as a consumer of a `ddl_pgoutput` stream sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +140,9 @@ pub struct DdlEvent<'a> {
     /// What the statement's role could do on the node that ran it (see
     /// [`crate::describe_role_rights`]); empty when not known (an older publisher).
     pub role_rights: &'a str,
+    /// What the statement bound by name on the node that ran it ([`crate::parse_bindings`]
+    /// reads it); empty when nothing, or not known (an older publisher).
+    pub bindings: &'a str,
 }
 
 /// Where the event columns are in one Relation message of `ddl_sync.events`.
@@ -263,6 +275,7 @@ impl EventsRelation {
             tables: optional_text(TABLES_COLUMN, optional[0])?,
             settings: optional_text(SETTINGS_COLUMN, optional[1])?,
             role_rights: optional_text(ROLE_RIGHTS_COLUMN, optional[2])?,
+            bindings: optional_text(BINDINGS_COLUMN, optional[3])?,
         })
     }
 }
@@ -450,6 +463,7 @@ mod tests {
         names.push(TABLES_COLUMN);
         names.push(SETTINGS_COLUMN);
         names.push(ROLE_RIGHTS_COLUMN);
+        names.push(BINDINGS_COLUMN);
         names.retain(|n| Some(*n) != skip);
         let columns: Vec<Column<'_>> = names
             .iter()

@@ -69,6 +69,7 @@
 
 mod begin;
 mod begin_prepare;
+mod bindings;
 mod commit;
 mod commit_prepared;
 mod context;
@@ -103,6 +104,7 @@ mod update;
 pub use crate::{
     begin::{write_begin, BeginBody},
     begin_prepare::{write_begin_prepare, BeginPrepareBody},
+    bindings::{encode_bindings, parse_bindings, BindingsError},
     commit::{write_commit, CommitBody},
     commit_prepared::{write_commit_prepared, CommitPreparedBody},
     context::{ProtocolContext, Streaming},
@@ -110,8 +112,8 @@ pub use crate::{
     delete::{write_delete, DeleteBody},
     error::{Error, ErrorKind},
     event::{
-        event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, EVENTS_SCHEMA,
-        EVENTS_TABLE, ROLE_RIGHTS_COLUMN, SETTINGS_COLUMN, TABLES_COLUMN,
+        event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, BINDINGS_COLUMN,
+        EVENTS_SCHEMA, EVENTS_TABLE, ROLE_RIGHTS_COLUMN, SETTINGS_COLUMN, TABLES_COLUMN,
     },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},

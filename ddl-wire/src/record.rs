@@ -19,14 +19,14 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then thirteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then fourteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
-//!      current role, session user, database, tables, settings, role rights
+//!      current role, session user, database, tables, settings, role rights, bindings
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag. Version 3 is the same without `role rights`, version 2 also
-//! without `tables` and `settings`; both are still read (a server upgraded with records of the
-//! old library in its WAL), as empty ones.
+//! Nothing may follow the tag. Version 3 is the same without `role rights` and `bindings`,
+//! version 2 also without `tables` and `settings`; both are still read (a server upgraded with
+//! records of the old library in its WAL), as empty ones (and `bindings` as not known).
 //!
 //! Why `tables`: the statement's text may not run on a subscriber (a role or object only the
 //! publisher has), and a table the subscriber lacks stops its subscription at the table's first
@@ -42,6 +42,13 @@
 //! do is each node's own. The field says what the statement's role could do where it ran
 //! ([`describe_role_rights`](crate::describe_role_rights)), so that a subscriber never replays it as a role of the same name that
 //! may do more there.
+//!
+//! Why `bindings`: the subscriber parses the statement's text again, against its own catalogs,
+//! where a role of its own may have planted a better match for a name (an operator
+//! `public.<>(varchar, varchar)`, a function overload): the same text would then call that
+//! role's code, as whoever replays or applies it. The field lists, by identity, what the
+//! statement bound by name where it ran ([`encode_bindings`](crate::encode_bindings)), so
+//! that a subscriber can refuse a replay that binds anything else of a role it does not trust.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -194,6 +201,10 @@ pub struct DdlRecord<'a> {
     /// What the current role could do where the statement ran ([`describe_role_rights`](crate::describe_role_rights));
     /// empty in records before version 4 (not known).
     pub role_rights: &'a str,
+    /// What the statement bound by name where it ran, by identity
+    /// ([`encode_bindings`](crate::encode_bindings)); `None` in records before version 4 (not
+    /// known), which are written with none.
+    pub bindings: Option<&'a str>,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -253,7 +264,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 13] = [
+const STRING_FIELDS: [&str; 14] = [
     "dialect",
     "command_tag",
     "kind",
@@ -267,6 +278,7 @@ const STRING_FIELDS: [&str; 13] = [
     "tables",
     "settings",
     "role_rights",
+    "bindings",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -297,12 +309,12 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 13];
+        let mut s = [""; 14];
         // Version 2 ends before `tables`, version 3 before `role_rights`.
         let fields = match version {
             2 => 10,
             3 => 12,
-            _ => 13,
+            _ => 14,
         };
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
@@ -314,8 +326,9 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings] =
             s;
+        let bindings = (fields == STRING_FIELDS.len()).then_some(bindings);
         Ok(DdlRecord {
             flags,
             xid,
@@ -336,6 +349,7 @@ impl<'a> DdlRecord<'a> {
             tables,
             settings,
             role_rights,
+            bindings,
             tag,
         })
     }
@@ -384,7 +398,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 13] {
+    fn strings(&self) -> [&'a str; 14] {
         [
             self.dialect,
             self.command_tag,
@@ -399,6 +413,7 @@ impl<'a> DdlRecord<'a> {
             self.tables,
             self.settings,
             self.role_rights,
+            self.bindings.unwrap_or(""),
         ]
     }
 }
@@ -477,6 +492,7 @@ mod tests {
             tables: "CREATE TABLE public.orders (id integer, note text, PRIMARY KEY (id));",
             settings: "DateStyle=ISO, MDY\ndefault_table_access_method=heap",
             role_rights: "NOSUPERUSER NOCREATEDB CREATEROLE NOREPLICATION NOBYPASSRLS",
+            bindings: Some("type public.money_amount\n"),
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -518,16 +534,18 @@ mod tests {
     }
 
     #[test]
-    fn version_3_records_are_read_without_role_rights() {
+    fn version_3_records_are_read_without_role_rights_or_bindings() {
         let v3 = DdlRecord {
             role_rights: "",
+            bindings: None,
             ..sample()
         };
         let mut bytes = encoded(&v3);
         bytes[0] = 3;
-        // Version 4 with empty `role_rights` is version 3 plus its length, before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 4;
-        bytes.drain(at..at + 4);
+        // Version 4 with empty `role_rights` and `bindings` is version 3 plus their lengths,
+        // before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 8;
+        bytes.drain(at..at + 8);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v3));
         let mut longer = encoded(&sample());
         longer[0] = 3;
@@ -543,14 +561,15 @@ mod tests {
             tables: "",
             settings: "",
             role_rights: "",
+            bindings: None,
             ..sample()
         };
         let mut bytes = encoded(&v2);
         bytes[0] = 2;
-        // Version 4 with empty `tables`, `settings` and `role_rights` is version 2 plus their
-        // lengths, just before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 12;
-        bytes.drain(at..at + 12);
+        // Version 4 with empty `tables`, `settings`, `role_rights` and `bindings` is version 2
+        // plus their lengths, just before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 16;
+        bytes.drain(at..at + 16);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
         // ... and a version 2 record with those fields has bytes too many.
         let mut longer = encoded(&sample());

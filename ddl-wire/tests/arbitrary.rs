@@ -247,7 +247,7 @@ fn utf8(rng: &mut Rng, max_chars: usize) -> String {
 }
 
 /// The strings of a record, owned, so a record can borrow them.
-struct RecordStrings([String; 13]);
+struct RecordStrings([String; 14]);
 
 impl RecordStrings {
     fn random(rng: &mut Rng) -> RecordStrings {
@@ -255,7 +255,7 @@ impl RecordStrings {
     }
 
     fn record(&self, rng: &mut Rng) -> DdlRecord<'_> {
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings] =
             &self.0;
         DdlRecord {
             flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
@@ -281,6 +281,7 @@ impl RecordStrings {
             tables,
             settings,
             role_rights,
+            bindings: Some(bindings),
             tag: std::array::from_fn(|_| rng.u32() as u8),
         }
     }
@@ -296,8 +297,15 @@ fn check_record(payload: &[u8]) -> bool {
             if payload[0] == RECORD_FORMAT_VERSION {
                 assert_eq!(again, payload, "accepted records encode back exactly");
             } else {
-                // An older version is written back in the current one, meaning the same.
-                assert_eq!(DdlRecord::parse(&again), Ok(record));
+                // An older version is written back in the current one, meaning the same (with
+                // no bindings where they were not known).
+                assert_eq!(
+                    DdlRecord::parse(&again),
+                    Ok(DdlRecord {
+                        bindings: Some(""),
+                        ..record
+                    })
+                );
             }
             for s in [
                 record.dialect,
@@ -312,8 +320,18 @@ fn check_record(payload: &[u8]) -> bool {
                 record.database,
                 record.tables,
                 record.settings,
+                record.role_rights,
+                record.bindings.unwrap_or(""),
             ] {
                 assert!(borrowed_from(s, payload));
+            }
+            if let Some(bindings) = record.bindings {
+                // Any text is read or refused, never a panic; what is read writes back the same
+                // when it was written in order.
+                if let Ok(identities) = ddl_wire::parse_bindings(bindings) {
+                    let again = ddl_wire::encode_bindings(&identities);
+                    assert_eq!(ddl_wire::parse_bindings(&again), Ok(identities));
+                }
             }
             true
         }

@@ -66,7 +66,13 @@
 //!     `ddl_sync.replay_statement_timeout`) ends the wait, visibly;
 //! 17. `role_names`: mallory, given CREATEROLE on the publisher, makes roles named like roles
 //!     that may do more on the subscriber only (a superuser, a member of
-//!     `pg_read_server_files`) and runs DDL as them.
+//!     `pg_read_server_files`) and runs DDL as them;
+//! 18. `bindings`: eve, a subscriber-local role, plants in the subscriber's `public` an exact
+//!     match for what a superuser's statement uses there (an operator `<>(varchar, varchar)`,
+//!     an overload of a function), which parsing the same text again binds on the subscriber
+//!     only: in a CHECK the apply worker would run for every row, and run by the statement
+//!     itself (a constraint validated, an index built); the publisher's own use of an ordinary
+//!     role's function still applies.
 //!
 //! Planted code calls `public.mallory_escalate`, which does harm only when it runs as a
 //! superuser: it writes a row into `attack_log` and makes mallory a superuser. The last
@@ -126,6 +132,7 @@ pub fn run() -> Vec<Outcome> {
     claims(&mut a, &mut out);
     held_replays(&mut a, &mut out);
     role_names(&mut a, &mut out);
+    bindings(&mut a, &mut out);
     finally(&mut a, &mut out);
     out
 }
@@ -2731,6 +2738,144 @@ fn role_names(a: &mut Arena, out: &mut Vec<Outcome>) {
     }
     query(a.publisher(), &format!("ALTER ROLE {MALLORY} NOCREATEROLE"));
     a.reset_if_escalated("the role names");
+}
+
+fn bindings(a: &mut Arena, out: &mut Vec<Outcome>) {
+    // eve's planting, on the subscriber only (eve_log and eve_escalate are class 9's).
+    run_as(
+        a.subscriber(),
+        EVE,
+        "CREATE FUNCTION public.eve_ne(a varchar, b varchar) RETURNS boolean LANGUAGE plpgsql
+             AS $f$ BEGIN PERFORM public.eve_escalate('operator <> (varchar, varchar)');
+             RETURN a::text OPERATOR(pg_catalog.<>) b::text; END $f$;
+         CREATE OPERATOR public.<> (LEFTARG = varchar, RIGHTARG = varchar, FUNCTION = public.eve_ne);
+         CREATE FUNCTION public.bind_norm(a varchar) RETURNS text LANGUAGE plpgsql IMMUTABLE
+             AS $f$ BEGIN PERFORM public.eve_escalate('bind_norm(varchar)');
+             RETURN pg_catalog.lower(a); END $f$;",
+    );
+    // The publisher's objects: a superuser's function and table with rows, mallory's function.
+    query(
+        a.publisher(),
+        "CREATE FUNCTION public.bind_norm(a text) RETURNS text LANGUAGE sql IMMUTABLE
+             AS $f$ SELECT pg_catalog.lower(a) $f$;
+         CREATE TABLE bind_rows (id int PRIMARY KEY, code varchar);
+         INSERT INTO bind_rows VALUES (1, 'a'), (2, 'b');",
+    );
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE FUNCTION public.m_len(a text) RETURNS integer LANGUAGE sql IMMUTABLE
+             AS $f$ SELECT pg_catalog.length(a) $f$;",
+    );
+    let r = a.round();
+    setup(
+        out,
+        "eve plants public.<>(varchar, varchar) and public.bind_norm(varchar) on the \
+         subscriber; a superuser's bind_norm(text) and table bind_rows, mallory's m_len(text)",
+        &r,
+        3,
+    );
+    let eve_ran = |a: &Arena| {
+        query(
+            a.subscriber(),
+            "SELECT count(*) || coalesce(': ' || string_agg(what, ', '), '') FROM eve_log",
+        )
+    };
+    const WHY: &str = "which role \"eve\" (not a superuser) can change here, and which the \
+                       statement did not bind where it first ran";
+
+    query(
+        a.publisher(),
+        "CREATE TABLE bind_codes (id int PRIMARY KEY, code varchar CHECK (code <> ''));
+         INSERT INTO bind_codes VALUES (1, 'x');",
+    );
+    let r = a.round();
+    let rows = query(a.subscriber(), "SELECT count(*) FROM bind_codes");
+    let checks = query(
+        a.subscriber(),
+        "SELECT count(*) FROM pg_constraint
+          WHERE conrelid = to_regclass('bind_codes') AND contype = 'c'",
+    );
+    let ran = eve_ran(a);
+    push(
+        out,
+        "a superuser's CREATE TABLE bind_codes (code varchar CHECK (code <> '')): on the \
+         subscriber `<>` finds eve's operator, which the apply worker would run for every row",
+        "refused, naming eve's operator; the table made from its definition (no CHECK), its \
+         rows arrive; eve's code never ran",
+        r.logged(
+            "refused",
+            "CREATE TABLE",
+            "it uses operator public.<>(character varying,character varying)",
+        ) && r.effect.log[0].contains(WHY)
+            && rows == "1"
+            && checks == "0"
+            && ran == "0",
+        format!(
+            "{}; rows {rows}; CHECKs {checks}; eve_log {ran}",
+            r.describe()
+        ),
+    );
+
+    query(
+        a.publisher(),
+        "ALTER TABLE bind_rows ADD CONSTRAINT bind_rows_code CHECK (code <> '')",
+    );
+    let r = a.round();
+    let ran = eve_ran(a);
+    push(
+        out,
+        "a superuser's ALTER TABLE bind_rows ADD CONSTRAINT ... CHECK (code <> ''): validating \
+         it would run eve's operator as the replay's superuser",
+        "refused before eve's function runs (eve_log empty), naming it; replication goes on",
+        r.logged(
+            "refused",
+            "ALTER TABLE",
+            "it would run function public.eve_ne(character varying,character varying)",
+        ) && ran == "0",
+        format!("{}; eve_log {ran}", r.describe()),
+    );
+
+    query(
+        a.publisher(),
+        "CREATE INDEX bind_rows_norm ON bind_rows (bind_norm(code))",
+    );
+    let r = a.round();
+    let ran = eve_ran(a);
+    let index = a.exists("bind_rows_norm");
+    push(
+        out,
+        "a superuser's CREATE INDEX ON bind_rows (bind_norm(code)): on the subscriber eve's \
+         overload bind_norm(varchar) matches better than the publisher's bind_norm(text)",
+        "refused before eve's function runs (eve_log empty), no index; replication goes on",
+        r.logged(
+            "refused",
+            "CREATE INDEX",
+            "it would run function public.bind_norm(character varying)",
+        ) && ran == "0"
+            && !index,
+        format!("{}; eve_log {ran}; index {index}", r.describe()),
+    );
+
+    query(
+        a.publisher(),
+        "CREATE TABLE bind_ok (id int PRIMARY KEY, v text CHECK (public.m_len(v) > 0),
+                               w text DEFAULT bind_norm('X'::text));
+         CREATE INDEX bind_ok_norm ON bind_ok (bind_norm(v));
+         INSERT INTO bind_ok VALUES (1, 'a');",
+    );
+    let r = a.round();
+    let rows = query(a.subscriber(), "SELECT count(*) FROM bind_ok");
+    let ran = eve_ran(a);
+    push(
+        out,
+        "control: a superuser's CHECK calling mallory's m_len(text), a default and an index \
+         calling bind_norm(text) with text arguments, which the publisher bound too",
+        "applied (both nodes bind the same objects), rows arrive, eve's code never ran",
+        r.all_applied(2) && rows == "1" && ran == "0",
+        format!("{}; rows {rows}; eve_log {ran}", r.describe()),
+    );
+    a.reset_if_escalated("the bindings");
 }
 
 fn finally(a: &mut Arena, out: &mut Vec<Outcome>) {

@@ -258,6 +258,7 @@ pub(crate) fn forged<'a>(
         tables: "",
         settings: "",
         role_rights: "",
+        bindings: Some(""),
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

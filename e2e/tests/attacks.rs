@@ -5,5 +5,5 @@
 
 #[test]
 fn attacks_by_an_ordinary_role_fail_visibly_and_replication_goes_on() {
-    ddl_e2e::hostile::assert_all_passed(&ddl_e2e::attacks::run(), 130);
+    ddl_e2e::hostile::assert_all_passed(&ddl_e2e::attacks::run(), 135);
 }

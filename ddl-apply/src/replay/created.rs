@@ -8,6 +8,8 @@
 //! not make on the side, as it makes TOAST tables), not by reading the statement: no tag or
 //! syntax is left to list.
 
+use crate::replay::bound;
+use ddl_server::object_access::Access;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::cell::RefCell;
@@ -22,27 +24,44 @@ thread_local! {
 /// # Safety
 /// Once per process, from `_PG_init`.
 pub unsafe fn install() {
-    // SAFETY: the caller's promise; `seen` raises nothing.
+    // SAFETY: the caller's promise; `seen` raises nothing outside its guarded parts.
     unsafe { ddl_server::object_access::install(seen) };
 }
 
-/// Called for every object made or dropped in this backend: cheap until a replay watches.
-#[pg_guard]
-unsafe extern "C-unwind" fn seen(
-    object: pg_sys::ObjectAddress,
-    access: ddl_server::object_access::Access,
-) {
-    if object.classId != pg_sys::RelationRelationId
-        || !matches!(
-            access,
-            ddl_server::object_access::Access::PostCreate { internal: false }
-        )
+/// Called for every object made, changed or dropped in this backend and every function an
+/// expression calls: cheap, and unguarded, until a replay watches.
+unsafe extern "C-unwind" fn seen(object: pg_sys::ObjectAddress, access: Access) {
+    if matches!(access, Access::FunctionExecute)
+        && ddl_server::bindings::is_builtin(object.objectId)
     {
         return;
     }
+    if bound::watching() {
+        replay_seen(object, access);
+    } else if object.classId == pg_sys::RelationRelationId
+        && matches!(access, Access::PostCreate { internal: false })
+    {
+        made(object.objectId);
+    }
+}
+
+/// What a replay watches (see `bound.rs`), and the relations it makes.
+#[pg_guard]
+extern "C-unwind" fn replay_seen(object: pg_sys::ObjectAddress, access: Access) {
+    if object.classId == pg_sys::RelationRelationId
+        && matches!(access, Access::PostCreate { internal: false })
+    {
+        made(object.objectId);
+    }
+    bound::seen(object, access);
+}
+
+/// A relation was made.
+#[pg_guard]
+extern "C-unwind" fn made(relid: pg_sys::Oid) {
     MADE.with_borrow_mut(|made| {
         if let Some(made) = made {
-            made.push(object.objectId);
+            made.push(relid);
         }
     });
 }

@@ -1,14 +1,16 @@
 //! The server side of the adapter API: what an adapter may ask of PostgreSQL while it replays.
 
 use crate::replay::statement::{self, Checked};
-use crate::replay::{apply_code, detach, tablespace};
+use crate::replay::{apply_code, bound, detach, tablespace};
 use ddl_adapter::{Context, Failure, Host, Outcome, SqlState};
 use ddl_server::guc::with_settings;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
+use std::rc::Rc;
 
 /// What the event being replayed claims. Every statement an adapter runs, by whichever path (a
 /// Rust adapter's `Host::execute`, a C adapter's `ctx->execute`, a SQL adapter's
@@ -28,6 +30,8 @@ struct Claim {
     /// What the replay changed in the statements it ran, by policy (a dropped tablespace
     /// clause): said on the row.
     notes: Vec<String>,
+    /// What the statement bound by name on the publisher (`bound.rs`); `None` when not known.
+    published: Option<Rc<BTreeSet<String>>>,
 }
 
 thread_local! {
@@ -44,7 +48,11 @@ pub struct ServerHost {
 }
 
 impl ServerHost {
-    pub fn new(checked: &Checked, settings: Vec<(String, String)>) -> ServerHost {
+    pub fn new(
+        checked: &Checked,
+        settings: Vec<(String, String)>,
+        published: Option<BTreeSet<String>>,
+    ) -> ServerHost {
         let claim = Claim {
             tag: checked.tag.clone(),
             kind: checked.kind.token(),
@@ -52,6 +60,7 @@ impl ServerHost {
             settings,
             refusal: None,
             notes: Vec::new(),
+            published: published.map(Rc::new),
         };
         ServerHost {
             outer: CLAIM.replace(Some(claim)),
@@ -271,9 +280,16 @@ pub fn replaying() -> bool {
 /// Checks `sql` against the claim of the event being replayed and runs it from its parse tree.
 /// A refused statement is not run: the outcome is fatal and the row will say `refused`.
 pub fn execute_claimed(sql: &str) -> Outcome {
-    let Some((tag, kind, schema, settings)) = CLAIM.with_borrow(|c| {
-        c.as_ref()
-            .map(|c| (c.tag.clone(), c.kind, c.schema.clone(), c.settings.clone()))
+    let Some((tag, kind, schema, settings, published)) = CLAIM.with_borrow(|c| {
+        c.as_ref().map(|c| {
+            (
+                c.tag.clone(),
+                c.kind,
+                c.schema.clone(),
+                c.settings.clone(),
+                c.published.clone(),
+            )
+        })
     }) else {
         return Outcome::fatal("no DDL event is being replayed");
     };
@@ -313,32 +329,41 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         return Outcome::fatal("the statement contains a NUL byte");
     };
     // SAFETY: reads the current user's catalog row.
-    if unsafe { pg_sys::superuser() } || !apply_code::rows_applied_as_subscription_owner() {
+    let judge_code =
+        !unsafe { pg_sys::superuser() } && apply_code::rows_applied_as_subscription_owner();
+    if published.is_none() && !judge_code {
         run_parsed(&parsed, &text, sql, &settings);
         return Outcome::Success;
     }
-    // A role that is not a superuser here, on a subscription whose rows are applied as its
-    // owner: the statement runs in a subtransaction of its own, undone when it left behind
-    // code that would run as the subscription owner during apply.
+    // The statement runs in a subtransaction of its own, undone when it bound here what it
+    // did not bind on the publisher (`bound.rs`), or when a role that is not a superuser here,
+    // on a subscription whose rows are applied as its owner, left behind code that would run
+    // as the subscription owner during apply (`apply_code.rs`).
     let attempt = || {
         // SAFETY: assigns this subtransaction's xid (it writes catalogs anyway), so that the
         // rows the statement writes can be told from older ones.
         let since = unsafe { pg_sys::GetCurrentTransactionId() };
-        run_parsed(&parsed, &text, sql, &settings);
-        apply_code::refusal(since)
+        let ((), unbound) = bound::checking(published.clone(), || {
+            run_parsed(&parsed, &text, sql, &settings)
+        });
+        unbound.or_else(|| judge_code.then(|| apply_code::refusal(since)).flatten())
+    };
+    let refuse = |reason: String| {
+        let reason = format!("\"{sql}\" is refused: {reason}");
+        CLAIM.with_borrow_mut(|c| {
+            if let Some(c) = c {
+                c.refusal.get_or_insert_with(|| reason.clone());
+            }
+        });
+        Outcome::fatal(reason)
     };
     match ddl_server::xact::in_subtransaction(attempt, Option::is_none) {
         Ok(None) => Outcome::Success,
-        Ok(Some(reason)) => {
-            let reason = format!("\"{sql}\" is refused: {reason}");
-            CLAIM.with_borrow_mut(|c| {
-                if let Some(c) = c {
-                    c.refusal.get_or_insert_with(|| reason.clone());
-                }
-            });
-            Outcome::fatal(reason)
-        }
-        Err(caught) => outcome_of(caught),
+        Ok(Some(reason)) => refuse(reason),
+        Err(caught) => match bound::take_stopped() {
+            Some(reason) => refuse(reason),
+            None => outcome_of(caught),
+        },
     }
 }
 

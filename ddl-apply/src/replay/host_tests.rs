@@ -21,7 +21,7 @@ mod tests {
         let checked = check(sql, tag, kind).unwrap_or_else(|e| panic!("{sql}: {e}"));
         let path = Spi::get_one::<String>("SHOW search_path").unwrap().unwrap();
         let outcome =
-            ServerHost::new(&checked, vec![("search_path".to_string(), path)]).execute(sql);
+            ServerHost::new(&checked, vec![("search_path".to_string(), path)], None).execute(sql);
         assert!(outcome.is_success(), "{sql}: {outcome:?}");
     }
 

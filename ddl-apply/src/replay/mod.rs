@@ -15,6 +15,7 @@ mod adapter_tests;
 mod adapters;
 pub(crate) mod apply_code;
 pub(crate) mod applying;
+mod bound;
 mod c_abi;
 mod caller_rights;
 pub(crate) mod created;
@@ -85,6 +86,7 @@ fn replay(
     tables: default!(&str, "''"),
     settings: default!(&str, "''"),
     role_rights: default!(&str, "''"),
+    bindings: default!(Option<&str>, "NULL"),
 ) -> TableIterator<
     'static,
     (
@@ -110,6 +112,7 @@ fn replay(
         tables,
         settings: settings::parse(settings),
         role_rights,
+        bindings,
     };
     let verdict = replay_event(&event);
     TableIterator::once((
@@ -144,6 +147,9 @@ struct Event<'a> {
     /// What its role could do on the publisher (`ddl_wire::describe_role_rights`); empty when
     /// not known.
     role_rights: &'a str,
+    /// What it bound by name on the publisher (`ddl_wire::encode_bindings`, see `bound.rs`);
+    /// `None` when not known.
+    bindings: Option<&'a str>,
 }
 
 impl Event<'_> {
@@ -444,7 +450,11 @@ fn run(
     fallback: Option<&str>,
     subscription: pg_sys::Oid,
 ) -> Verdict {
-    let mut host = ServerHost::new(checked, settings::owned(settings));
+    let published = match event.bindings.map(ddl_wire::parse_bindings).transpose() {
+        Ok(published) => published,
+        Err(e) => return Verdict::new("refused", format!("the event's record is damaged: {e}")),
+    };
+    let mut host = ServerHost::new(checked, settings::owned(settings), published);
     let mut ctx = Context {
         dialect: event.dialect.to_string(),
         database: event.database_name.to_string(),
