@@ -24,6 +24,7 @@ const POLICY_RELATION: pg_sys::Oid = pg_sys::Oid::from_u32(3256);
 const CAST_RELATION: pg_sys::Oid = pg_sys::Oid::from_u32(2605);
 const TS_DICTIONARY_RELATION: pg_sys::Oid = pg_sys::Oid::from_u32(3600);
 const TS_CONFIG_RELATION: pg_sys::Oid = pg_sys::Oid::from_u32(3602);
+const STATISTIC_EXT_RELATION: pg_sys::Oid = pg_sys::Oid::from_u32(3381);
 
 /// `FormData_pg_depend`, the same in every major.
 #[repr(C)]
@@ -45,8 +46,8 @@ pub fn holds_names(class_id: pg_sys::Oid) -> bool {
         pg_sys::ProcedureRelationId,
         pg_sys::OperatorRelationId,
         pg_sys::TriggerRelationId,
-        pg_sys::StatisticExtRelationId,
         pg_sys::EventTriggerRelationId,
+        STATISTIC_EXT_RELATION,
         CONSTRAINT_RELATION,
         ATTR_DEFAULT_RELATION,
         REWRITE_RELATION,
