@@ -1,4 +1,4 @@
-//! What differs between the PostgreSQL majors we build for (15 and 18), each behind one function
+//! What differs between the PostgreSQL majors we build for (15 to 18), each behind one function
 //! so that the rest of the code has no `#[cfg(feature = "pgNN")]`.
 
 use pgrx::pg_sys;
@@ -43,18 +43,26 @@ pub unsafe fn walrcv_connect(
     unsafe {
         connect(conninfo, true, appname, err)
     }
-    #[cfg(not(feature = "pg15"))]
+    #[cfg(feature = "pg16")]
     {
         // SAFETY: a catalog lookup of the current role, in the caller's backend.
         let must_use_password = !unsafe { pg_sys::superuser() };
-        // SAFETY: the caller's promise; 16's signature is (conninfo, replication, logical,
+        // SAFETY: the caller's promise; 16's signature is (conninfo, logical,
+        // must_use_password, appname, err).
+        unsafe { connect(conninfo, true, must_use_password, appname, err) }
+    }
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    {
+        // SAFETY: a catalog lookup of the current role, in the caller's backend.
+        let must_use_password = !unsafe { pg_sys::superuser() };
+        // SAFETY: the caller's promise; 17's signature is (conninfo, replication, logical,
         // must_use_password, appname, err).
         unsafe { connect(conninfo, true, true, must_use_password, appname, err) }
     }
 }
 
 /// The attributes of `desc`, in order. 18 keeps them after a new array of compact attributes,
-/// reached through `TupleDescAttr`; 15 as a trailing array of the descriptor.
+/// reached through `TupleDescAttr`; 15 to 17 as a trailing array of the descriptor.
 ///
 /// # Safety
 /// `desc` is a valid tuple descriptor that outlives the slice and is not changed meanwhile.
@@ -64,12 +72,12 @@ pub unsafe fn attributes<'a>(desc: pg_sys::TupleDesc) -> &'a [pg_sys::FormData_p
     if natts == 0 {
         return &[];
     }
-    #[cfg(feature = "pg15")]
+    #[cfg(not(feature = "pg18"))]
     // SAFETY: `attrs` holds `natts` attributes, as long as the descriptor lives.
     unsafe {
         (*desc).attrs.as_slice(natts)
     }
-    #[cfg(not(feature = "pg15"))]
+    #[cfg(feature = "pg18")]
     // SAFETY: the attributes are one contiguous array of `natts` (TupleDescAttr indexes it), as
     // long as the descriptor lives.
     unsafe {
@@ -89,18 +97,18 @@ pub const ADD_COLUMN: &[pg_sys::AlterTableType::Type] = &[
 #[cfg(not(feature = "pg15"))]
 pub const ADD_COLUMN: &[pg_sys::AlterTableType::Type] = &[pg_sys::AlterTableType::AT_AddColumn];
 
-/// A zeroed change of the reorder buffer `rb`, given back with [`free_change`] (17 renamed
+/// A zeroed change of the reorder buffer `rb`, given back with [`free_change`] (18 renamed
 /// ReorderBufferGetChange to ReorderBufferAllocChange).
 ///
 /// # Safety
 /// `rb` is the live reorder buffer of the decoding context.
 pub unsafe fn alloc_change(rb: *mut pg_sys::ReorderBuffer) -> *mut pg_sys::ReorderBufferChange {
-    #[cfg(feature = "pg15")]
+    #[cfg(not(feature = "pg18"))]
     // SAFETY: the caller's promise.
     unsafe {
         pg_sys::ReorderBufferGetChange(rb)
     }
-    #[cfg(not(feature = "pg15"))]
+    #[cfg(feature = "pg18")]
     // SAFETY: the caller's promise.
     unsafe {
         pg_sys::ReorderBufferAllocChange(rb)
@@ -116,12 +124,12 @@ pub unsafe fn free_change(
     rb: *mut pg_sys::ReorderBuffer,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    #[cfg(feature = "pg15")]
+    #[cfg(not(feature = "pg18"))]
     // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
     unsafe {
         pg_sys::ReorderBufferReturnChange(rb, change, false)
     }
-    #[cfg(not(feature = "pg15"))]
+    #[cfg(feature = "pg18")]
     // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
     unsafe {
         pg_sys::ReorderBufferFreeChange(rb, change, false)
@@ -131,7 +139,8 @@ pub unsafe fn free_change(
 /// Makes `change` an INSERT into `rel` of a copy of `tuple`, allocated in `rb` and laid out as
 /// decode.c lays out a decoded tuple (no item pointer, no table OID); [`free_change`] frees it.
 /// 16 names the relation by `RelFileLocator` instead of `RelFileNode`; 17 made the tuple a plain
-/// `HeapTuple` instead of a `ReorderBufferTupleBuf`.
+/// `HeapTuple` instead of a `ReorderBufferTupleBuf`; 18 renamed ReorderBufferGetTupleBuf to
+/// ReorderBufferAllocTupleBuf.
 ///
 /// # Safety
 /// `rb` is the live reorder buffer, `change` from [`alloc_change`] on it, `rel` open, `tuple` a
@@ -169,9 +178,24 @@ pub unsafe fn set_insert(
             newtuple: buf,
         };
     }
-    #[cfg(not(feature = "pg15"))]
+    #[cfg(feature = "pg16")]
+    // SAFETY: the caller's promise; a tuple buffer of `rb`, filled before the change holds it.
+    unsafe {
+        let buf = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
+        fill(&mut (*buf).tuple);
+        (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
+            rlocator: (*rel).rd_locator,
+            clear_toast_afterwards: true,
+            oldtuple: std::ptr::null_mut(),
+            newtuple: buf,
+        };
+    }
+    #[cfg(any(feature = "pg17", feature = "pg18"))]
     // SAFETY: the caller's promise; a tuple of `rb`, filled before the change holds it.
     unsafe {
+        #[cfg(feature = "pg17")]
+        let copy = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
+        #[cfg(feature = "pg18")]
         let copy = pg_sys::ReorderBufferAllocTupleBuf(rb, len - header);
         fill(copy);
         (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
@@ -206,7 +230,7 @@ pub unsafe fn cooked_check_constraint(
         (*constraint).cooked_expr = cooked_expr;
         (*constraint).initially_valid = true;
         (*constraint).skip_validation = true;
-        #[cfg(not(feature = "pg15"))]
+        #[cfg(feature = "pg18")]
         {
             (*constraint).is_enforced = true;
         }
@@ -216,11 +240,11 @@ pub unsafe fn cooked_check_constraint(
 
 /// `pg_subscription`'s failover flag as an SQL expression on `s` (the catalog row): 17 added
 /// failover slots; before, no slot fails over.
-#[cfg(feature = "pg15")]
+#[cfg(any(feature = "pg15", feature = "pg16"))]
 pub const SUBSCRIPTION_FAILOVER_SQL: &str = "false";
 /// `pg_subscription`'s failover flag as an SQL expression on `s` (the catalog row): 17 added
 /// failover slots; before, no slot fails over.
-#[cfg(not(feature = "pg15"))]
+#[cfg(any(feature = "pg17", feature = "pg18"))]
 pub const SUBSCRIPTION_FAILOVER_SQL: &str = "s.subfailover";
 
 /// Whether a subscription's apply worker applies rows as the subscription owner, as an SQL
@@ -313,5 +337,91 @@ pub unsafe fn takes_only_local_origin(tuple: pg_sys::HeapTuple) -> bool {
         !isnull
             && std::ffi::CStr::from_ptr(pg_sys::text_to_cstring(origin.cast_mut_ptr())).to_bytes()
                 == b"none"
+    }
+}
+
+/// Minor releases after which a structure these libraries read or fill changed its layout, by
+/// major: a build with the headers of a release before one of them must not run in a server
+/// of that release or later. 17.12 (CVE-2026-6460's fix) made `ReorderBufferChange` 8 bytes
+/// longer, which `set_insert` fills.
+const LAYOUT_CHANGES: &[(u32, u32)] = &[(17, 12)];
+
+/// Why a library built with the headers of PostgreSQL `built` (`PG_VERSION_NUM`) must not run
+/// in a server of version `running`, or `None`. PostgreSQL's magic block compares only the
+/// major; a minor release keeps what older builds use, not what newer headers describe, so a
+/// build runs in servers of its headers' minor release or later, up to the next layout change.
+pub fn headers_unfit(built: u32, running: u32) -> Option<String> {
+    let (major, minor) = (built / 10000, built % 10000);
+    let (running_major, running_minor) = (running / 10000, running % 10000);
+    if running_major != major {
+        return Some(format!(
+            "it was built with the headers of PostgreSQL {major}.{minor}, and this server is \
+             {running_major}.{running_minor}: install the build made for PostgreSQL \
+             {running_major}"
+        ));
+    }
+    if running_minor < minor {
+        return Some(format!(
+            "it was built with the headers of PostgreSQL {major}.{minor}, newer than this \
+             server ({major}.{running_minor}), which may lack what they describe: install the \
+             build made for {major}.{running_minor}, or update the server"
+        ));
+    }
+    LAYOUT_CHANGES
+        .iter()
+        .find(|&&(m, at)| m == major && minor < at && at <= running_minor)
+        .map(|(_, at)| {
+            format!(
+                "it was built with the headers of PostgreSQL {major}.{minor}, and this server is \
+                 {major}.{running_minor}: {major}.{at} changed the layout of structures it uses; \
+                 install a build made with the headers of {major}.{at} or later"
+            )
+        })
+}
+
+/// Raises an ERROR naming `library` when this server is not one the headers it was built with
+/// fit ([`headers_unfit`]): from `_PG_init`, so that the library never loads into it.
+pub fn refuse_unfit_server(library: &str) {
+    // SAFETY: reads a setting that always exists, in any process that loads libraries.
+    let running = unsafe {
+        let value = pg_sys::GetConfigOption(c"server_version_num".as_ptr(), false, false);
+        std::ffi::CStr::from_ptr(value)
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+    };
+    let Some(running) = running else {
+        return;
+    };
+    if let Some(why) = headers_unfit(pg_sys::PG_VERSION_NUM, running) {
+        pgrx::ereport!(
+            ERROR,
+            pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("{library} cannot run in this server: {why}")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headers_unfit;
+
+    #[test]
+    fn a_build_runs_from_its_minor_to_the_next_layout_change() {
+        assert_eq!(headers_unfit(170011, 170011), None);
+        assert_eq!(headers_unfit(160015, 160020), None);
+        assert_eq!(headers_unfit(170012, 170014), None);
+        let older = headers_unfit(170011, 170010).unwrap();
+        assert!(
+            older.contains("17.11, newer than this server (17.10)"),
+            "{older}"
+        );
+        let across = headers_unfit(170011, 170012).unwrap();
+        assert!(across.contains("17.12 changed the layout"), "{across}");
+        let major = headers_unfit(170011, 180006).unwrap();
+        assert!(
+            major.contains("install the build made for PostgreSQL 18"),
+            "{major}"
+        );
     }
 }

