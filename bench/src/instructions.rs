@@ -94,7 +94,7 @@ const CONFIGS: [Config; 6] = [
 
 /// The functions whose inclusive counts explain the capture's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 16] = [
+const PROFILE: [(&str, &str); 18] = [
     (
         "EventTriggerDDLCommandEnd",
         "PostgreSQL fires ddl_command_end",
@@ -134,6 +134,14 @@ const PROFILE: [(&str, &str); 16] = [
     (
         "ddl_capture::shape::definition",
         "the table's shape for the record",
+    ),
+    (
+        "ddl_capture::trigger::bindings",
+        "what the statement bound by name, for the record",
+    ),
+    (
+        "ddl_server::bindings::referenced",
+        "what the objects it made use (ddl_server::bindings)",
     ),
     (
         "ddl_capture::seal::seal",

@@ -62,7 +62,7 @@ unsafe extern "C-unwind" fn seen(object: pg_sys::ObjectAddress, access: Access) 
             if !internal && object.classId == pg_sys::RelationRelationId {
                 created(object);
             }
-            if bindings::holds_names(object.classId) {
+            if bindings::holds_names(&object, internal) {
                 holder(object);
             }
         }

@@ -271,6 +271,8 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
 ///
 /// # Safety
 /// In the statement's transaction.
+// Not inlined: `cargo xtask bench instructions` profiles it.
+#[inline(never)]
 unsafe fn bindings(uses: &mut Vec<pg_sys::ObjectAddress>) -> String {
     let (holders, ran) =
         statement::with_innermost(|s| (s.holders.clone(), s.ran.clone())).unwrap_or_default();

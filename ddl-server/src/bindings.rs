@@ -38,25 +38,28 @@ struct PgDepend {
     deptype: c_char,
 }
 
-/// Whether a new (or changed) object of catalog `class_id` can keep what a name found.
-pub fn holds_names(class_id: pg_sys::Oid) -> bool {
-    [
-        pg_sys::RelationRelationId,
-        pg_sys::TypeRelationId,
-        pg_sys::ProcedureRelationId,
-        pg_sys::OperatorRelationId,
-        pg_sys::TriggerRelationId,
-        pg_sys::EventTriggerRelationId,
-        STATISTIC_EXT_RELATION,
-        CONSTRAINT_RELATION,
-        ATTR_DEFAULT_RELATION,
-        REWRITE_RELATION,
-        POLICY_RELATION,
-        CAST_RELATION,
-        TS_DICTIONARY_RELATION,
-        TS_CONFIG_RELATION,
-    ]
-    .contains(&class_id)
+/// Whether a new object can keep what a name found: one of a catalog whose rows do, but not
+/// an array type the server made for another (`internal`), which uses only its element.
+pub fn holds_names(object: &pg_sys::ObjectAddress, internal: bool) -> bool {
+    let class_id = object.classId;
+    !(internal && class_id == pg_sys::TypeRelationId)
+        && [
+            pg_sys::RelationRelationId,
+            pg_sys::TypeRelationId,
+            pg_sys::ProcedureRelationId,
+            pg_sys::OperatorRelationId,
+            pg_sys::TriggerRelationId,
+            pg_sys::EventTriggerRelationId,
+            STATISTIC_EXT_RELATION,
+            CONSTRAINT_RELATION,
+            ATTR_DEFAULT_RELATION,
+            REWRITE_RELATION,
+            POLICY_RELATION,
+            CAST_RELATION,
+            TS_DICTIONARY_RELATION,
+            TS_CONFIG_RELATION,
+        ]
+        .contains(&class_id)
 }
 
 /// Whether a change of `object` can make it use something else: a function replaced or
@@ -100,18 +103,31 @@ fn address(class_id: pg_sys::Oid, object_id: pg_sys::Oid, sub_id: i32) -> pg_sys
 ///
 /// # Safety
 /// In a transaction, after the statement (catalog reads).
+// Not inlined: `cargo xtask bench instructions` profiles it.
+#[inline(never)]
 pub unsafe fn referenced(holders: &[pg_sys::ObjectAddress]) -> Vec<pg_sys::ObjectAddress> {
     let mut found = Vec::new();
+    // The row types of the relations among them, and the array type made right after each
+    // (heap_create_with_catalog makes the two one after the other): what those use is their
+    // relation's.
+    let mut row_types = Vec::new();
     for holder in holders {
+        if holder.classId == pg_sys::RelationRelationId {
+            // SAFETY: the caller's promise.
+            unsafe { relation_uses(holder, &mut found, &mut row_types) };
+        }
+    }
+    let mut after_row_type = false;
+    for holder in holders {
+        let is_type = holder.classId == pg_sys::TypeRelationId;
+        let of_relation = is_type && (row_types.contains(&holder.objectId) || after_row_type);
+        after_row_type = is_type && row_types.contains(&holder.objectId);
+        if holder.classId == pg_sys::RelationRelationId || of_relation {
+            continue;
+        }
         // SAFETY: the caller's promise.
         unsafe {
-            if holder.classId == pg_sys::RelationRelationId {
-                relation_uses(holder, &mut found);
-            } else if holder.classId == pg_sys::TypeRelationId {
-                if !is_relation_or_array_type(holder.objectId) {
-                    dependencies(holder, &mut found);
-                }
-            } else {
+            if !is_type || !is_relation_or_array_type(holder.objectId) {
                 dependencies(holder, &mut found);
             }
         }
@@ -125,7 +141,11 @@ pub unsafe fn referenced(holders: &[pg_sys::ObjectAddress]) -> Vec<pg_sys::Objec
 ///
 /// # Safety
 /// In a transaction.
-unsafe fn relation_uses(holder: &pg_sys::ObjectAddress, found: &mut Vec<pg_sys::ObjectAddress>) {
+unsafe fn relation_uses(
+    holder: &pg_sys::ObjectAddress,
+    found: &mut Vec<pg_sys::ObjectAddress>,
+    row_types: &mut Vec<pg_sys::Oid>,
+) {
     // SAFETY: the caller's promise; the relcache entry is released below.
     let rel = unsafe { pg_sys::RelationIdGetRelation(holder.objectId) };
     if rel.is_null() {
@@ -134,6 +154,7 @@ unsafe fn relation_uses(holder: &pg_sys::ObjectAddress, found: &mut Vec<pg_sys::
     // SAFETY: an open relcache entry, its pg_class row and descriptor.
     let (relkind, reloftype, attrs) = unsafe {
         let form = &*(*rel).rd_rel;
+        row_types.push(form.reltype);
         (
             form.relkind as u8,
             form.reloftype,

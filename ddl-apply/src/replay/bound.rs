@@ -48,7 +48,9 @@ pub fn watching() -> bool {
 /// The object access hook's report, while a statement is watched (`created.rs` hands on each).
 pub fn seen(object: pg_sys::ObjectAddress, access: Access) {
     match access {
-        Access::PostCreate { .. } if bindings::holds_names(object.classId) => holder(object),
+        Access::PostCreate { internal } if bindings::holds_names(&object, internal) => {
+            holder(object)
+        }
         Access::PostAlter if bindings::changes_what_it_uses(&object) => holder(object),
         Access::FunctionExecute if !bindings::is_builtin(object.objectId) => {
             about_to_run(object.objectId)
