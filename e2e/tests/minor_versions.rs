@@ -37,6 +37,20 @@ fn copy(from: &Path, to: &Path) {
     );
 }
 
+/// Copies each file of `dir` whose name starts with `prefix` into `to`.
+fn copy_starting_with(dir: &Path, prefix: &str, to: &Path) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("entry").path();
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
+        {
+            copy(&path, to);
+        }
+    }
+}
+
 #[test]
 fn a_build_refuses_an_older_minor_release_of_its_major() {
     let Some(older) = std::env::var_os("DDL_PG_OLDER_MINOR").map(PathBuf::from) else {
@@ -55,24 +69,8 @@ fn a_build_refuses_an_older_minor_release_of_its_major() {
         PathBuf::from(pg_config_value(&tested, "--pkglibdir")),
         PathBuf::from(pg_config_value(&tested, "--sharedir")).join("extension"),
     );
-    for entry in std::fs::read_dir(&lib).expect("pkglibdir") {
-        let path = entry.expect("entry").path();
-        if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("ddl_"))
-        {
-            copy(&path, &root.join("lib"));
-        }
-    }
-    for entry in std::fs::read_dir(&extensions).expect("extension dir") {
-        let path = entry.expect("entry").path();
-        if path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("ddl_sync"))
-        {
-            copy(&path, &root.join("share/extension"));
-        }
-    }
+    copy_starting_with(&lib, "ddl_", &root.join("lib"));
+    copy_starting_with(&extensions, "ddl_sync", &root.join("share/extension"));
     let status = Command::new("chmod")
         .args(["-R", "a+rX"])
         .arg(&root)
