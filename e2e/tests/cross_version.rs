@@ -1,8 +1,9 @@
 //! Replication between PostgreSQL majors, DDL included: the upgrade path users take with logical
-//! replication (an old publisher, a new subscriber) and its reverse. The peer server is the
-//! one `DDL_PG_CONFIG_PEER` names, which `cargo xtask test` sets (with our libraries installed
-//! there) when it runs the suite on 16, 17 or 18; elsewhere this test says it has no peer and checks
-//! nothing.
+//! replication (an old publisher, a new subscriber) and its reverse. The peer servers are those
+//! `DDL_PG_CONFIG_PEERS` names (pg_config paths separated by `:`), which `cargo xtask test`
+//! sets to every older major (with our libraries installed there) when it runs the suite on
+//! 16, 17 or 18, so that each pair of majors is tested once; on 15 this test says it has no
+//! peer and checks nothing.
 
 use ddl_e2e::pgtree::pg_config_dir;
 use ddl_e2e::{psql_verbose, query, wait_caught_up, wait_synchronised};
@@ -12,13 +13,23 @@ use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The bindir of the peer server, when there is one.
-fn peer_bindir() -> Option<PathBuf> {
-    let config = std::env::var_os("DDL_PG_CONFIG_PEER").filter(|c| !c.is_empty())?;
-    Some(pg_config_dir(Path::new(&config), "--bindir"))
+/// The bindirs of the peer servers (none without `DDL_PG_CONFIG_PEERS`).
+fn peer_bindirs() -> Vec<PathBuf> {
+    let peers = std::env::var("DDL_PG_CONFIG_PEERS").unwrap_or_default();
+    let bindirs: Vec<PathBuf> = peers
+        .split(':')
+        .filter(|c| !c.is_empty())
+        .map(|config| pg_config_dir(Path::new(config), "--bindir"))
+        .collect();
+    if bindirs.is_empty() {
+        println!(
+            "cross_version: no DDL_PG_CONFIG_PEERS, so no second PostgreSQL to replicate with"
+        );
+    }
+    bindirs
 }
 
-fn cluster(name: &str, bindir: Option<&PathBuf>, preload: &[&str]) -> Cluster {
+fn cluster(name: &str, bindir: Option<&Path>, preload: &[&str]) -> Cluster {
     let mut builder = ClusterBuilder::new();
     builder
         .name(name)
@@ -106,12 +117,14 @@ fn replicates(publisher: &Cluster, subscriber: &Cluster) {
 
 #[test]
 fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
-    let Some(peer) = peer_bindir() else {
-        println!("cross_version: no DDL_PG_CONFIG_PEER, so no second PostgreSQL to replicate with");
-        return;
-    };
+    for peer in peer_bindirs() {
+        replicates_both_ways(&peer);
+    }
+}
+
+fn replicates_both_ways(peer: &Path) {
     let this = cluster("xv-this", None, &["ddl_pgoutput", "ddl_sync"]);
-    let other = cluster("xv-peer", Some(&peer), &["ddl_pgoutput", "ddl_sync"]);
+    let other = cluster("xv-peer", Some(peer), &["ddl_pgoutput", "ddl_sync"]);
     assert_ne!(
         major(&this),
         major(&other),
@@ -122,6 +135,7 @@ fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
     } else {
         (&other, &this)
     };
+    println!("cross_version: {} and {}", major(old), major(new));
     replicates(old, new);
     // The reverse, in other databases of the same servers.
     for pg in [old, new] {
@@ -141,17 +155,20 @@ fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
     subscribe(old, new, "back", "back");
     // A statement the older server cannot parse: refused there with its parser's own message
     // (whatever the conflict policy: no retry would parse it), and replication goes on. `IS
-    // JSON` is 16's, virtual generated columns 18's.
-    let (unparsable, marker) = if major(old).parse::<u32>().unwrap_or(0) < 16 {
-        (
+    // JSON` is 16's, `SET STATISTICS DEFAULT` 17's, virtual generated columns 18's.
+    let (unparsable, marker) = match major(old).as_str() {
+        "15" => (
             "ALTER TABLE t ADD COLUMN doc text CHECK (doc IS JSON)",
             "IS JSON",
-        )
-    } else {
-        (
+        ),
+        "16" => (
+            "ALTER TABLE t ALTER COLUMN name SET STATISTICS DEFAULT",
+            "STATISTICS DEFAULT",
+        ),
+        _ => (
             "ALTER TABLE t ADD COLUMN shout text GENERATED ALWAYS AS (upper(name)) VIRTUAL",
             "VIRTUAL",
-        )
+        ),
     };
     new.psql(
         "back",
@@ -188,17 +205,24 @@ fn an_older_publisher_replicates_ddl_to_a_newer_subscriber_and_back() {
 /// anything is made: the older server's pg_dump cannot dump a newer one.
 #[test]
 fn copy_schema_copies_an_older_publisher_and_refuses_a_newer_one() {
-    let Some(peer) = peer_bindir() else {
-        println!("cross_version: no DDL_PG_CONFIG_PEER, so no second PostgreSQL to replicate with");
-        return;
-    };
+    for peer in peer_bindirs() {
+        copies_up_and_refuses_down(&peer);
+    }
+}
+
+fn copies_up_and_refuses_down(peer: &Path) {
     let this = cluster("xv-copy-this", None, &["ddl_pgoutput", "ddl_sync"]);
-    let other = cluster("xv-copy-peer", Some(&peer), &["ddl_pgoutput", "ddl_sync"]);
+    let other = cluster("xv-copy-peer", Some(peer), &["ddl_pgoutput", "ddl_sync"]);
     let (old, new) = if major(&this) < major(&other) {
         (&this, &other)
     } else {
         (&other, &this)
     };
+    println!(
+        "cross_version: copy_schema between {} and {}",
+        major(old),
+        major(new)
+    );
     let schema = "CREATE TYPE mood AS ENUM ('ok', 'great');
          CREATE TABLE t (id int PRIMARY KEY, name text, m mood DEFAULT 'ok');
          CREATE INDEX t_name ON t (name);

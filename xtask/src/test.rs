@@ -93,16 +93,24 @@ pub fn run(args: &[&str]) -> Result {
         .args(["test", "-p", "ddl-e2e"])
         .env_remove("RUST_BACKTRACE")
         .dir(&root);
-    if setup::pg() != setup::Pg::V15 {
-        // Replication between majors (tests/cross_version.rs): 15, always there, gets this
-        // tree's libraries too.
+    // Replication between majors (tests/cross_version.rs): with each older major, which gets
+    // this tree's libraries too, so that every pair of majors is tested once.
+    let older: Vec<setup::Pg> = setup::Pg::ALL
+        .into_iter()
+        .take_while(|&pg| pg != setup::pg())
+        .collect();
+    for pg in &older {
         Cmd::new("cargo")
-            .args(["xtask", "--pg", "15", "install", "--debug"])
+            .args(["xtask", "--pg", pg.major(), "install", "--debug"])
             .env_remove("DDL_PG_CONFIG")
             .dir(&root)
             .run()?;
-        e2e = e2e.env("DDL_PG_CONFIG_PEER", setup::Pg::V15.default_pg_config());
     }
+    let peers: Vec<String> = older
+        .iter()
+        .map(|pg| pg.default_pg_config().display().to_string())
+        .collect();
+    e2e = e2e.env("DDL_PG_CONFIG_PEERS", peers.join(":"));
     if setup::pg() == setup::OLDER_MINOR.pg {
         // tests/minor_versions.rs loads this build into an older minor release of its major.
         e2e = e2e.env("DDL_PG_OLDER_MINOR", setup::OLDER_MINOR.prefix);

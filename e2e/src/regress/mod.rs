@@ -51,6 +51,8 @@ pub const FALLBACK_ROLE: &str = "regress_ddl_fallback";
 pub struct Report {
     /// The source package the suite came from.
     pub package: String,
+    /// The server's major version (`15`).
+    pub major: String,
     /// Test groups run (of the schedule's).
     pub groups: (usize, usize),
     /// Tests run.
@@ -184,6 +186,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
     }
     Ok(Report {
         package: suite.package.clone(),
+        major: suite.major.clone(),
         groups: (chosen.len(), total),
         tests: tests.len(),
         failed: (plain_run.failed, ours_run.failed),

@@ -20,6 +20,8 @@ pub struct Suite {
     pub pg_regress: PathBuf,
     /// The Debian package it came from (`postgresql-15 15.18-0+deb12u1`).
     pub package: String,
+    /// The server's major version (`15`).
+    pub major: String,
 }
 
 /// Why PostgreSQL's regression suite cannot be had for the server under test
@@ -88,6 +90,7 @@ impl Suite {
             pg_regress: PathBuf::from(pg_config_value(pg_config, "--pkglibdir")?)
                 .join("pgxs/src/test/regress/pg_regress"),
             package: format!("{package} {version}"),
+            major,
         };
         if !source.join("src/test/regress/parallel_schedule").exists() {
             fetch_source(&home, &source, &package, &version)?;
