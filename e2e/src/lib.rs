@@ -6,9 +6,11 @@
 pub mod attacks;
 pub mod compare;
 pub mod contention;
+pub mod debian_root;
 pub mod faults;
 pub mod hostile;
 pub mod pgtree;
+pub mod quickstart;
 pub mod readme;
 pub mod regress;
 mod replication;

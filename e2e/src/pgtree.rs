@@ -207,28 +207,39 @@ fn mkdir(dir: &Path) {
 /// tree builds now, never an archive left from an earlier build.
 pub fn debug_archive() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let out = Command::new(&cargo)
-            .args(["xtask", "package", "--debug"])
-            .current_dir(&workspace)
-            .env_remove("RUST_BACKTRACE")
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", cargo.to_string_lossy()));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "cargo xtask package --debug failed ({}):\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-            .lines()
-            .filter_map(|l| l.strip_prefix("package: "))
-            .find(|p| p.ends_with(".tar.gz"))
-            .map(PathBuf::from)
-            .unwrap_or_else(|| panic!("cargo xtask package named no archive:\n{stdout}"))
-    })
-    .clone()
+    PATH.get_or_init(|| debug_package(&[], ".tar.gz")).clone()
+}
+
+/// The Debian package of this tree's debug build, made as [`debug_archive`] is, by `cargo
+/// xtask package --deb --debug`.
+pub fn debug_deb() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| debug_package(&["--deb"], ".deb"))
+        .clone()
+}
+
+/// Runs `cargo xtask package --debug` with `args`; the path it names that ends in `suffix`.
+fn debug_package(args: &[&str], suffix: &str) -> PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(&cargo)
+        .args(["xtask", "package", "--debug"])
+        .args(args)
+        .current_dir(&workspace)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", cargo.to_string_lossy()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cargo xtask package --debug {args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("package: "))
+        .find(|p| p.ends_with(suffix))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("cargo xtask package named no {suffix}:\n{stdout}"))
 }

@@ -5,14 +5,15 @@
 //! can be read as ordinary code. Tasks that need PostgreSQL run [`setup`] first, so any of them
 //! works on a fresh clone.
 //!
-//! Every task takes `--pg 15` (the default) or `--pg 18`: the PostgreSQL it builds for, tests on
-//! and installs into (see [`setup::select`]).
+//! Every task takes `--pg 15` (the default), `--pg 16`, `--pg 17` or `--pg 18`: the PostgreSQL it
+//! builds for, tests on and installs into (see [`setup::select`]).
 //!
 //! ```text
 //! cargo xtask demo [--keep]         DDL replication end to end on two throwaway clusters
 //! cargo xtask setup                 install everything the project needs (idempotent)
 //! cargo xtask test                  fmt, clippy, unit/property/golden tests, pgrx tests
-//! cargo xtask package [--debug]     the installable archive in target/package/ (see package.rs)
+//! cargo xtask package [--deb] [--debug]
+//!                                   the installable archive (or Debian package) in target/package/
 //! cargo xtask install [--debug]     build and install the same files into the PostgreSQL of pg_config
 //! cargo xtask golden [--check]      capture pgoutput fixtures from a throwaway PostgreSQL 15
 //! cargo xtask bench wire            ddl-wire against other pgoutput parsers -> BENCHMARKS.md
@@ -26,6 +27,7 @@
 
 mod bench;
 mod cmd;
+mod deb;
 mod demo;
 mod golden;
 mod install;
@@ -42,7 +44,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask [--pg 15|18] <demo [--keep]|setup|test|package [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy|instructions>|reliability [--trials N] [--seed S]|regress [--groups N]>";
+    "usage: cargo xtask [--pg 15|16|17|18] <demo [--keep]|setup|test|package [--deb] [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy|instructions>|reliability [--trials N] [--seed S]|regress [--groups N]>";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();

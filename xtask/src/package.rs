@@ -1,4 +1,5 @@
-//! `cargo xtask package [--debug]`: the installable archive.
+//! `cargo xtask package [--deb] [--debug]`: the installable archive, or with `--deb` the Debian
+//! package of the same files (see [`crate::deb`]).
 //!
 //! `target/package/ddl_sync-<version>-pg15.tar.gz` (with `--debug`: the same name under
 //! `target/package/debug/`) holds one directory of that name:
@@ -31,13 +32,25 @@ const INSTALL_TEMPLATE: &str = include_str!("../package/INSTALL.in");
 /// The installer shipped in the archive.
 const INSTALL_SH: &str = include_str!("../package/install.sh");
 
+const USAGE: &str = "usage: cargo xtask package [--deb] [--debug]";
+
 pub fn run(args: &[&str]) -> Result {
-    let profile = match args {
-        [] => Profile::Release,
-        ["--debug"] => Profile::Debug,
-        _ => return Err("usage: cargo xtask package [--debug]".into()),
-    };
+    let mut profile = Profile::Release;
+    let mut deb = false;
+    for arg in args {
+        match *arg {
+            "--debug" => profile = Profile::Debug,
+            "--deb" => deb = true,
+            _ => return Err(USAGE.into()),
+        }
+    }
     let staged = stage(profile)?;
+    if deb {
+        let package = crate::deb::build(&staged)?;
+        // The last line is read by the Debian package test (e2e/tests/debian_package.rs).
+        println!("package: {}", package.display());
+        return Ok(());
+    }
     let parent = staged.dir.parent().ok_or("the stage has a parent")?;
     let name = staged.dir.file_name().ok_or("the stage has a name")?;
     let mut archive_name = name.to_owned();
@@ -58,6 +71,12 @@ pub fn run(args: &[&str]) -> Result {
 pub struct Staged {
     pub dir: PathBuf,
     pub root: PathBuf,
+    /// The extension's version (ddl-apply's crate version).
+    pub version: String,
+    /// `pg_config --version` of the server it was built for.
+    pub pg_version: String,
+    /// That server's directories, which `root` mirrors.
+    pub dirs: PgDirs,
 }
 
 /// Builds everything for `profile` and lays the package out under `target/package/`.
@@ -127,9 +146,10 @@ pub fn stage(profile: Profile) -> Result<Staged> {
     )?;
 
     let files = files_under(&tree)?;
+    let pg_version = Cmd::new(&pg_config).args(["--version"]).read()?;
     let text = install_text(&InstallFacts {
         version: &version,
-        pg_version: &Cmd::new(&pg_config).args(["--version"]).read()?,
+        pg_version: &pg_version,
         profile,
         dirs: &dirs,
         files: &files,
@@ -138,7 +158,13 @@ pub fn stage(profile: Profile) -> Result<Staged> {
     write(&dir.join("install.sh"), INSTALL_SH, 0o755)?;
     copy(&root.join("README.md"), &dir.join("README.md"), 0o644)?;
     println!("package: {}", dir.display());
-    Ok(Staged { dir, root: tree })
+    Ok(Staged {
+        dir,
+        root: tree,
+        version,
+        pg_version,
+        dirs,
+    })
 }
 
 /// The directories of the target PostgreSQL, as its `pg_config` prints them.
@@ -158,6 +184,28 @@ impl PgDirs {
             bindir: dir("--bindir")?,
             includedir_server: dir("--includedir-server")?,
         })
+    }
+
+    /// The layout of Debian's and apt.postgresql.org's `postgresql-<major>` packages.
+    pub fn debian(major: &str) -> PgDirs {
+        PgDirs {
+            pkglibdir: format!("/usr/lib/postgresql/{major}/lib").into(),
+            sharedir: format!("/usr/share/postgresql/{major}").into(),
+            bindir: format!("/usr/lib/postgresql/{major}/bin").into(),
+            includedir_server: format!("/usr/include/postgresql/{major}/server").into(),
+        }
+    }
+
+    /// `path`, under one of these directories, moved to the same place under `other`'s.
+    pub fn moved_to(&self, path: &Path, other: &PgDirs) -> Option<PathBuf> {
+        [
+            (&self.pkglibdir, &other.pkglibdir),
+            (&self.sharedir, &other.sharedir),
+            (&self.bindir, &other.bindir),
+            (&self.includedir_server, &other.includedir_server),
+        ]
+        .into_iter()
+        .find_map(|(from, to)| Some(to.join(path.strip_prefix(from).ok()?)))
     }
 
     /// Where extensions' builds find the adapter header: `extension/ddl_sync/` under
@@ -221,7 +269,7 @@ fn leftover_placeholder(text: &str) -> Option<&str> {
 }
 
 /// Every file under `tree`, as the absolute path it is installed at, sorted.
-fn files_under(tree: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn files_under(tree: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut pending = vec![tree.to_path_buf()];
     while let Some(dir) = pending.pop() {
@@ -244,19 +292,19 @@ fn files_under(tree: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// `abs` re-rooted under `tree`.
-fn under(tree: &Path, abs: &Path) -> PathBuf {
+pub(crate) fn under(tree: &Path, abs: &Path) -> PathBuf {
     tree.join(abs.strip_prefix("/").unwrap_or(abs))
 }
 
 /// Copies a file into the stage with the mode it is installed with.
-fn copy(from: &Path, to: &Path, mode: u32) -> Result {
+pub(crate) fn copy(from: &Path, to: &Path, mode: u32) -> Result {
     make_parent(to)?;
     std::fs::copy(from, to)
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
     chmod(to, mode)
 }
 
-fn write(to: &Path, contents: &str, mode: u32) -> Result {
+pub(crate) fn write(to: &Path, contents: &str, mode: u32) -> Result {
     make_parent(to)?;
     std::fs::write(to, contents).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
     chmod(to, mode)

@@ -263,6 +263,9 @@ fn apt_packages() -> Result {
         "liblz4-dev",
         "libzstd-dev",
         "uuid-dev",
+        // A fresh Debian root for e2e's debian_package, which installs the Debian package there
+        // with apt as on a new server.
+        "debootstrap",
     ] {
         match installed_version(pkg) {
             Some(v) => println!("setup: {pkg} {v}"),
