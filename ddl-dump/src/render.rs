@@ -12,8 +12,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use ddl_wire::{
-    message_type_name, DdlEvent, DdlRecord, EventError, EventsRelation, Message, RecordFlags,
-    RelationBody, TupleData, TupleValue, RECORD_PREFIX,
+    message_type_name, DdlEvent, DdlRecord, EventError, EventsRelation, Message, PreparedTxn,
+    RecordFlags, RelationBody, TupleData, TupleValue, RECORD_PREFIX,
 };
 
 use crate::show;
@@ -256,30 +256,9 @@ impl Printer {
                     fields.push(("abort_time", V::Time(time)));
                 }
             }
-            Message::BeginPrepare(p) => prepared(
-                &mut fields,
-                p.xid(),
-                p.gid().as_bytes(),
-                p.prepare_lsn(),
-                p.end_lsn(),
-                p.prepare_time(),
-            ),
-            Message::Prepare(p) => prepared(
-                &mut fields,
-                p.xid(),
-                p.gid().as_bytes(),
-                p.prepare_lsn(),
-                p.end_lsn(),
-                p.prepare_time(),
-            ),
-            Message::StreamPrepare(p) => prepared(
-                &mut fields,
-                p.xid(),
-                p.gid().as_bytes(),
-                p.prepare_lsn(),
-                p.end_lsn(),
-                p.prepare_time(),
-            ),
+            Message::BeginPrepare(p) => prepared(&mut fields, p.txn()),
+            Message::Prepare(p) => prepared(&mut fields, p.txn()),
+            Message::StreamPrepare(p) => prepared(&mut fields, p.txn()),
             Message::CommitPrepared(c) => {
                 fields.push(("xid", V::Num(c.xid().into())));
                 fields.push(("gid", V::Data(c.gid().as_bytes())));
@@ -426,12 +405,12 @@ fn stream_xid(fields: &mut Fields<'_>, xid: Option<u32>) {
 }
 
 /// The fields of Begin Prepare, Prepare and Stream Prepare.
-fn prepared<'a>(fields: &mut Fields<'a>, xid: u32, gid: &'a [u8], lsn: u64, end: u64, time: i64) {
-    fields.push(("xid", V::Num(xid.into())));
-    fields.push(("gid", V::Data(gid)));
-    fields.push(("prepare_lsn", V::Lsn(lsn)));
-    fields.push(("end_lsn", V::Lsn(end)));
-    fields.push(("prepare_time", V::Time(time)));
+fn prepared<'a>(fields: &mut Fields<'a>, txn: &PreparedTxn<'a>) {
+    fields.push(("xid", V::Num(txn.xid.into())));
+    fields.push(("gid", V::Data(txn.gid.as_bytes())));
+    fields.push(("prepare_lsn", V::Lsn(txn.prepare_lsn)));
+    fields.push(("end_lsn", V::Lsn(txn.end_lsn)));
+    fields.push(("prepare_time", V::Time(txn.prepare_time)));
 }
 
 /// Names of the built-in types pgoutput's Relation messages most often refer to (OIDs from

@@ -126,7 +126,7 @@ pub use crate::{
     },
     origin::{write_origin, OriginBody},
     pg_str::PgStr,
-    prepare::{write_prepare, PrepareBody},
+    prepare::{write_prepare, PrepareBody, PreparedTxn},
     record::{
         DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, MEANING_SETTINGS,
         OLDEST_RECORD_FORMAT_VERSION, RECORD_FORMAT_VERSION, RECORD_PREFIX, RECORD_TAG_LEN,

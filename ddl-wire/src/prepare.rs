@@ -9,14 +9,20 @@ use crate::primitive::{be_i64, be_u32, be_u64, cstr, put_cstr, put_i64, put_u32,
 use crate::primitive::{put_u8, zero_flags, PResult};
 use crate::PgStr;
 
-/// The fields of Begin Prepare, Prepare and Stream Prepare.
+/// The fields Begin Prepare, Prepare and Stream Prepare share (`LogicalRepPreparedTxnData`);
+/// each body's [`txn`](PrepareBody::txn) returns them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct PreparedTxn<'a> {
-    pub(crate) prepare_lsn: u64,
-    pub(crate) end_lsn: u64,
-    pub(crate) prepare_time: i64,
-    pub(crate) xid: u32,
-    pub(crate) gid: PgStr<'a>,
+pub struct PreparedTxn<'a> {
+    /// The LSN of the prepare record.
+    pub prepare_lsn: u64,
+    /// The LSN just after the prepare record.
+    pub end_lsn: u64,
+    /// Prepare time, microseconds since 2000-01-01 00:00 UTC.
+    pub prepare_time: i64,
+    /// The (top-level) transaction id.
+    pub xid: u32,
+    /// The global transaction identifier given to PREPARE TRANSACTION.
+    pub gid: PgStr<'a>,
 }
 
 impl PreparedTxn<'_> {
@@ -48,29 +54,9 @@ pub(crate) fn parse_prepared_txn(i: &[u8]) -> PResult<'_, PreparedTxn<'_>> {
 pub struct PrepareBody<'a>(PreparedTxn<'a>);
 
 impl<'a> PrepareBody<'a> {
-    /// The LSN of the prepare record.
-    pub fn prepare_lsn(&self) -> u64 {
-        self.0.prepare_lsn
-    }
-
-    /// The LSN just after the prepare record.
-    pub fn end_lsn(&self) -> u64 {
-        self.0.end_lsn
-    }
-
-    /// Prepare time, microseconds since 2000-01-01 00:00 UTC.
-    pub fn prepare_time(&self) -> i64 {
-        self.0.prepare_time
-    }
-
-    /// The transaction id.
-    pub fn xid(&self) -> u32 {
-        self.0.xid
-    }
-
-    /// The global transaction identifier given to PREPARE TRANSACTION.
-    pub fn gid(&self) -> PgStr<'a> {
-        self.0.gid
+    /// Its fields.
+    pub fn txn(&self) -> &PreparedTxn<'a> {
+        &self.0
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {

@@ -15,29 +15,9 @@ use crate::PgStr;
 pub struct StreamPrepareBody<'a>(PreparedTxn<'a>);
 
 impl<'a> StreamPrepareBody<'a> {
-    /// The LSN of the prepare record.
-    pub fn prepare_lsn(&self) -> u64 {
-        self.0.prepare_lsn
-    }
-
-    /// The LSN just after the prepare record.
-    pub fn end_lsn(&self) -> u64 {
-        self.0.end_lsn
-    }
-
-    /// Prepare time, microseconds since 2000-01-01 00:00 UTC.
-    pub fn prepare_time(&self) -> i64 {
-        self.0.prepare_time
-    }
-
-    /// The top-level transaction id.
-    pub fn xid(&self) -> u32 {
-        self.0.xid
-    }
-
-    /// The global transaction identifier given to PREPARE TRANSACTION.
-    pub fn gid(&self) -> PgStr<'a> {
-        self.0.gid
+    /// Its fields.
+    pub fn txn(&self) -> &PreparedTxn<'a> {
+        &self.0
     }
 
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {

@@ -443,14 +443,14 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (
-            b.prepare_lsn(),
-            b.end_lsn(),
-            b.prepare_time(),
-            b.xid(),
-            b.gid()
-        ),
-        (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
+        *b.txn(),
+        PreparedTxn {
+            prepare_lsn: LSN,
+            end_lsn: LSN2,
+            prepare_time: TS as i64,
+            xid: 901,
+            gid: PgStr::from(c"gid-1")
+        }
     );
 
     // Prepare and Stream Prepare have a flags byte that Begin Prepare has not.
@@ -461,14 +461,14 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (
-            p.prepare_lsn(),
-            p.end_lsn(),
-            p.prepare_time(),
-            p.xid(),
-            p.gid()
-        ),
-        (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
+        *p.txn(),
+        PreparedTxn {
+            prepare_lsn: LSN,
+            end_lsn: LSN2,
+            prepare_time: TS as i64,
+            xid: 901,
+            gid: PgStr::from(c"gid-1")
+        }
     );
 
     let bytes = fields(Spec::new(b'p').int8(0));
@@ -478,14 +478,14 @@ fn two_phase_messages() {
         panic!()
     };
     assert_eq!(
-        (
-            p.prepare_lsn(),
-            p.end_lsn(),
-            p.prepare_time(),
-            p.xid(),
-            p.gid()
-        ),
-        (LSN, LSN2, TS as i64, 901, PgStr::from(c"gid-1"))
+        *p.txn(),
+        PreparedTxn {
+            prepare_lsn: LSN,
+            end_lsn: LSN2,
+            prepare_time: TS as i64,
+            xid: 901,
+            gid: PgStr::from(c"gid-1")
+        }
     );
 
     let bytes = fields(Spec::new(b'K').int8(0));

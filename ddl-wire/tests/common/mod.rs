@@ -636,12 +636,12 @@ impl Model {
             t.map(|v| Val::from_value(v.expect("parsed tuples iterate without error")))
                 .collect()
         };
-        let prep = |lsn, end, time, xid, gid: PgStr<'_>| Prep {
-            prepare_lsn: lsn,
-            end_lsn: end,
-            prepare_time: time,
-            xid,
-            gid: s(gid),
+        let prep = |t: &PreparedTxn<'_>| Prep {
+            prepare_lsn: t.prepare_lsn,
+            end_lsn: t.end_lsn,
+            prepare_time: t.prepare_time,
+            xid: t.xid,
+            gid: s(t.gid),
         };
         match message {
             Message::Begin(b) => Model::Begin {
@@ -756,27 +756,9 @@ impl Model {
                     abort_info: b.abort_lsn().zip(b.abort_time()),
                 }
             }
-            Message::BeginPrepare(b) => Model::BeginPrepare(prep(
-                b.prepare_lsn(),
-                b.end_lsn(),
-                b.prepare_time(),
-                b.xid(),
-                b.gid(),
-            )),
-            Message::Prepare(b) => Model::Prepare(prep(
-                b.prepare_lsn(),
-                b.end_lsn(),
-                b.prepare_time(),
-                b.xid(),
-                b.gid(),
-            )),
-            Message::StreamPrepare(b) => Model::StreamPrepare(prep(
-                b.prepare_lsn(),
-                b.end_lsn(),
-                b.prepare_time(),
-                b.xid(),
-                b.gid(),
-            )),
+            Message::BeginPrepare(b) => Model::BeginPrepare(prep(b.txn())),
+            Message::Prepare(b) => Model::Prepare(prep(b.txn())),
+            Message::StreamPrepare(b) => Model::StreamPrepare(prep(b.txn())),
             Message::CommitPrepared(b) => Model::CommitPrepared {
                 commit_lsn: b.commit_lsn(),
                 end_lsn: b.end_lsn(),
@@ -849,9 +831,9 @@ pub fn walk(message: &Message<'_>) -> u64 {
             sum.name(m.prefix());
             sum.add(m.content().len() as u64);
         }
-        Message::BeginPrepare(p) => sum.name(p.gid()),
-        Message::Prepare(p) => sum.name(p.gid()),
-        Message::StreamPrepare(p) => sum.name(p.gid()),
+        Message::BeginPrepare(p) => sum.name(p.txn().gid),
+        Message::Prepare(p) => sum.name(p.txn().gid),
+        Message::StreamPrepare(p) => sum.name(p.txn().gid),
         Message::CommitPrepared(p) => sum.name(p.gid()),
         Message::RollbackPrepared(p) => sum.name(p.gid()),
         other => sum.add(u64::from(other.tag())),
