@@ -2,19 +2,8 @@
 
 use crate::seal;
 use ddl_wire::{DdlRecord, RECORD_PREFIX};
-use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use std::ffi::CStr;
-
-extern "C-unwind" {
-    // replication/message.h; not in pgrx's pg_sys bindings.
-    fn LogLogicalMessage(
-        prefix: *const std::ffi::c_char,
-        message: *const std::ffi::c_char,
-        size: pg_sys::Size,
-        transactional: bool,
-    ) -> pg_sys::XLogRecPtr;
-}
 
 /// [`RECORD_PREFIX`], NUL-terminated.
 const PREFIX: &CStr = c"ddl_sync";
@@ -48,11 +37,10 @@ fn log_message(payload: &[u8]) {
     // SAFETY: both pointers are valid for the call; PostgreSQL copies the payload into WAL.
     unsafe {
         pg_guard_ffi_boundary(|| {
-            LogLogicalMessage(
+            ddl_server::versions::log_transactional_message(
                 PREFIX.as_ptr(),
                 payload.as_ptr().cast(),
                 payload.len(),
-                true,
             )
         });
     }

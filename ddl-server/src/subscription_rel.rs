@@ -1,6 +1,6 @@
 //! A subscription's relations (`pg_subscription_rel`): which tables its apply worker applies
 //! rows to. PostgreSQL's functions for them are not in pgrx's bindings; these are the only
-//! declarations of them.
+//! declarations of them (those whose arguments differ between majors are in `versions`).
 //!
 //! Why DDL replication writes there: a table that replayed DDL created is empty at that point of
 //! the stream and must be applied from the next row on (ready, no sync); a table whose rows
@@ -12,18 +12,6 @@ use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 
 extern "C-unwind" {
     // catalog/pg_subscription_rel.h
-    fn AddSubscriptionRelState(
-        subid: pg_sys::Oid,
-        relid: pg_sys::Oid,
-        state: std::ffi::c_char,
-        sublsn: pg_sys::XLogRecPtr,
-    );
-    fn UpdateSubscriptionRelState(
-        subid: pg_sys::Oid,
-        relid: pg_sys::Oid,
-        state: std::ffi::c_char,
-        sublsn: pg_sys::XLogRecPtr,
-    );
     fn RemoveSubscriptionRel(subid: pg_sys::Oid, relid: pg_sys::Oid);
     // catalog/pg_subscription.h (15), utils/lsyscache.h (18)
     fn get_subscription_name(subid: pg_sys::Oid, missing_ok: bool) -> *mut std::ffi::c_char;
@@ -81,7 +69,12 @@ pub fn add_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
     // is PostgreSQL's); the apply worker sees it through invalidation.
     unsafe {
         pg_guard_ffi_boundary(|| {
-            AddSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
+            crate::versions::add_subscription_rel_state(
+                subid,
+                relid,
+                READY,
+                pg_sys::InvalidXLogRecPtr as u64,
+            )
         })
     }
 }
@@ -91,7 +84,12 @@ pub fn set_ready(subid: pg_sys::Oid, relid: pg_sys::Oid) {
     // SAFETY: updates one catalog row in the current transaction.
     unsafe {
         pg_guard_ffi_boundary(|| {
-            UpdateSubscriptionRelState(subid, relid, READY, pg_sys::InvalidXLogRecPtr as u64)
+            crate::versions::update_subscription_rel_state(
+                subid,
+                relid,
+                READY,
+                pg_sys::InvalidXLogRecPtr as u64,
+            )
         })
     }
 }

@@ -4,6 +4,124 @@
 use pgrx::pg_sys;
 use std::ffi::c_char;
 
+extern "C-unwind" {
+    // catalog/pg_subscription_rel.h; not in pgrx's bindings. 17 added `retain_lock` (true: keep
+    // the catalog's and the subscription's locks to the end of the transaction, as 15 and 16
+    // always do); 18 added `already_locked` to the update (false: take the subscription's lock,
+    // as 15 to 17 always do).
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    fn AddSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    fn AddSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: c_char,
+        sublsn: pg_sys::XLogRecPtr,
+        retain_lock: bool,
+    );
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+    fn UpdateSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: c_char,
+        sublsn: pg_sys::XLogRecPtr,
+    );
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+    fn UpdateSubscriptionRelState(
+        subid: pg_sys::Oid,
+        relid: pg_sys::Oid,
+        state: c_char,
+        sublsn: pg_sys::XLogRecPtr,
+        already_locked: bool,
+    );
+    // replication/message.h; not in pgrx's bindings. 17 added `flush` (for non-transactional
+    // messages only).
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    fn LogLogicalMessage(
+        prefix: *const c_char,
+        message: *const c_char,
+        size: pg_sys::Size,
+        transactional: bool,
+    ) -> pg_sys::XLogRecPtr;
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    fn LogLogicalMessage(
+        prefix: *const c_char,
+        message: *const c_char,
+        size: pg_sys::Size,
+        transactional: bool,
+        flush: bool,
+    ) -> pg_sys::XLogRecPtr;
+}
+
+/// `AddSubscriptionRelState`: a new pg_subscription_rel row, its locks kept to the end of the
+/// transaction on every major.
+///
+/// # Safety
+/// In a backend inside a transaction; errors are PostgreSQL's (the caller guards the boundary).
+pub unsafe fn add_subscription_rel_state(
+    subid: pg_sys::Oid,
+    relid: pg_sys::Oid,
+    state: c_char,
+    sublsn: pg_sys::XLogRecPtr,
+) {
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        AddSubscriptionRelState(subid, relid, state, sublsn)
+    };
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        AddSubscriptionRelState(subid, relid, state, sublsn, true)
+    };
+}
+
+/// `UpdateSubscriptionRelState`, taking the subscription's lock itself on every major.
+///
+/// # Safety
+/// As [`add_subscription_rel_state`].
+pub unsafe fn update_subscription_rel_state(
+    subid: pg_sys::Oid,
+    relid: pg_sys::Oid,
+    state: c_char,
+    sublsn: pg_sys::XLogRecPtr,
+) {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        UpdateSubscriptionRelState(subid, relid, state, sublsn)
+    };
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        UpdateSubscriptionRelState(subid, relid, state, sublsn, false)
+    };
+}
+
+/// `LogLogicalMessage` of a transactional message: `size` bytes at `message` under `prefix`
+/// (NUL-terminated), written to WAL with the transaction.
+///
+/// # Safety
+/// Both pointers valid for the call, in a backend inside a transaction; errors are
+/// PostgreSQL's (the caller guards the boundary).
+pub unsafe fn log_transactional_message(
+    prefix: *const c_char,
+    message: *const c_char,
+    size: usize,
+) -> pg_sys::XLogRecPtr {
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    // SAFETY: the caller's promise.
+    return unsafe { LogLogicalMessage(prefix, message, size, true) };
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    // SAFETY: the caller's promise.
+    return unsafe { LogLogicalMessage(prefix, message, size, true, false) };
+}
+
 /// Whether `role` owns publication `pubid` (or is a member of its owner, or a superuser).
 ///
 /// # Safety
