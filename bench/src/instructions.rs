@@ -83,8 +83,7 @@ const CONFIGS: [Config; 6] = [
                 CREATE EVENT TRIGGER read_dropped ON sql_drop EXECUTE FUNCTION read_dropped();",
     },
     // The extension's objects in the catalog, none of its code: every DDL statement's own
-    // catalog work (index insertions and scans) depends on the catalog's size, on some
-    // versions measurably (18).
+    // catalog work (index insertions and scans) depends on what the catalog holds.
     Config {
         name: "extension installed, library not loaded (reference)",
         preload: &[],
@@ -164,9 +163,7 @@ const PROFILE: [(&str, &str); 18] = [
 ];
 
 pub fn run(args: &[&str]) -> Result {
-    // K = 300: the catalog indexes' deduplication and split passes fall unevenly into a
-    // shorter window (on 18, K = 100 put 2 % between two equal catalogs); 900 statements
-    // average them out.
+    // K = 300: why, in the section's Method.
     let (mut runs, mut scripts) = (2, 300);
     options(
         args,
@@ -413,7 +410,11 @@ fn section(
          - Method: in one backend, the `capture` benchmark's script (CREATE TABLE, ALTER TABLE \
            ADD COLUMN, DROP TABLE, three transactions) run K = {scripts} and 2K times after the \
            same warm-up; (instructions(2K) - instructions(K)) / K is one script run, without the \
-           session's start and end. {runs} runs per configuration; spread is (max - min) / \
+           session's start and end. Why so many: when PostgreSQL deduplicates or splits a \
+           catalog index page depends on what the catalog already holds, and a shorter window \
+           catches an uneven share of those passes (on 18, K = 100 put 2 % between two \
+           catalogs that over a whole session differed by 0.2 %, the other way). {runs} runs \
+           per configuration; spread is (max - min) / \
            median. Configurations as in \"Capture\" (`fsync = off`, autovacuum off): `plain`, \
            `hook only` (`ddl_pgoutput` preloaded), `extension, no DDL publication` (and \
            `CREATE EXTENSION ddl_sync`), `capture` (and a publication `FOR ALL TABLES WITH (ddl \
@@ -438,7 +439,7 @@ fn section(
            below (firing the triggers, building the collection's rows, keeping dropped \
            objects' identities) are part of any capture built on event triggers.\n\
          - Extension installed, library not loaded / plain: {catalog:.3}: PostgreSQL's own \
-           work for a DDL statement grows with the catalog (its indexes), and the extension's \
+           work for a DDL statement depends on the catalog (its indexes), and the extension's \
            objects are in it, whether any of its code runs or not. Against that same catalog, \
            capture: **{capture_same_catalog:.3}**, extension with no DDL publication: \
            {none_same_catalog:.3}.\n\n\
