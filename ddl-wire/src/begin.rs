@@ -3,8 +3,8 @@
 use nom::combinator::map;
 use nom::sequence::tuple;
 
-use crate::message::BEGIN_TAG;
 use crate::primitive::{be_i64, be_u32, be_u64, put_i64, put_u32, put_u64, put_u8, PResult};
+use crate::tags::BEGIN_TAG;
 
 /// Begin: a decoded transaction follows, up to Commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

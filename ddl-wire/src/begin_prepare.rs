@@ -2,9 +2,9 @@
 
 use nom::combinator::map;
 
-use crate::message::BEGIN_PREPARE_TAG;
 use crate::prepare::{parse_prepared_txn, PreparedTxn};
 use crate::primitive::{put_u8, PResult};
+use crate::tags::BEGIN_PREPARE_TAG;
 use crate::PgStr;
 
 /// Begin Prepare: a transaction that will end in Prepare follows (`two_phase = true`,

@@ -3,8 +3,8 @@
 use nom::combinator::map;
 use nom::sequence::{preceded, tuple};
 
-use crate::message::COMMIT_TAG;
 use crate::primitive::{be_i64, be_u64, put_i64, put_u64, put_u8, zero_flags, PResult};
+use crate::tags::COMMIT_TAG;
 
 /// Commit: ends the transaction opened by the last Begin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -3,9 +3,9 @@
 use nom::combinator::map;
 use nom::sequence::{preceded, tuple};
 
-use crate::message::COMMIT_PREPARED_TAG;
 use crate::primitive::{be_i64, be_u32, be_u64, cstr, put_cstr, put_i64, put_u32, put_u64};
 use crate::primitive::{put_u8, zero_flags, PResult};
+use crate::tags::COMMIT_PREPARED_TAG;
 use crate::PgStr;
 
 /// Commit Prepared: the prepared transaction [`gid`](CommitPreparedBody::gid) committed.

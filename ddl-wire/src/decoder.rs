@@ -1,6 +1,6 @@
 //! [`StreamDecoder`]: message parsing that follows the stream's state.
 
-use crate::message::{
+use crate::tags::{
     message_type_name, DELETE_TAG, INSERT_TAG, MESSAGE_TAG, ORIGIN_TAG, RELATION_TAG,
     STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG, STREAM_START_TAG, STREAM_STOP_TAG,
     TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,

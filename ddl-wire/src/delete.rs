@@ -1,8 +1,8 @@
 //! Delete ('D'): a removed row, identified by its key or its whole old row.
 
-use crate::message::DELETE_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
 use crate::primitive::{read_stream_xid, read_u32, read_u8, stream_xid, PResult};
+use crate::tags::DELETE_TAG;
 use crate::tuple::put_tuple;
 use crate::{Error, ErrorKind, OldTupleKind, ProtocolContext, TupleData, TupleValue};
 

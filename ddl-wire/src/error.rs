@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::message::message_type_name;
+use crate::tags::message_type_name;
 use crate::Streaming;
 
 /// Why a message could not be parsed, decoded or written, and where.

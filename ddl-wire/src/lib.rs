@@ -96,6 +96,7 @@ mod stream_commit;
 mod stream_prepare;
 mod stream_start;
 mod stream_stop;
+mod tags;
 mod truncate;
 mod tuple;
 mod typ;
@@ -118,12 +119,7 @@ pub use crate::{
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},
     logical_message::{write_logical_message, LogicalMessageBody},
-    message::{
-        message_type_name, Message, BEGIN_PREPARE_TAG, BEGIN_TAG, COMMIT_PREPARED_TAG, COMMIT_TAG,
-        DELETE_TAG, INSERT_TAG, MESSAGE_TAG, MESSAGE_TYPES, ORIGIN_TAG, PREPARE_TAG, RELATION_TAG,
-        ROLLBACK_PREPARED_TAG, STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG,
-        STREAM_START_TAG, STREAM_STOP_TAG, TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,
-    },
+    message::Message,
     origin::{write_origin, OriginBody},
     pg_str::PgStr,
     prepare::{write_prepare, PrepareBody, PreparedTxn},
@@ -140,6 +136,12 @@ pub use crate::{
     stream_prepare::{write_stream_prepare, StreamPrepareBody},
     stream_start::{write_stream_start, StreamStartBody},
     stream_stop::write_stream_stop,
+    tags::{
+        message_type_name, BEGIN_PREPARE_TAG, BEGIN_TAG, COMMIT_PREPARED_TAG, COMMIT_TAG,
+        DELETE_TAG, INSERT_TAG, MESSAGE_TAG, MESSAGE_TYPES, ORIGIN_TAG, PREPARE_TAG, RELATION_TAG,
+        ROLLBACK_PREPARED_TAG, STREAM_ABORT_TAG, STREAM_COMMIT_TAG, STREAM_PREPARE_TAG,
+        STREAM_START_TAG, STREAM_STOP_TAG, TRUNCATE_TAG, TYPE_TAG, UPDATE_TAG,
+    },
     truncate::{write_truncate, RelIds, TruncateBody},
     tuple::{OldTupleKind, TupleData, TupleValue},
     typ::{write_type, TypeBody},

@@ -1,10 +1,10 @@
 //! Message ('M'): a logical decoding message written by `pg_logical_emit_message`.
 
-use crate::message::MESSAGE_TAG;
 use crate::primitive::{be_u64, be_u8, counted_bytes, cstr, fail, put_counted_bytes, put_cstr};
 use crate::primitive::{
     put_message, put_stream_xid, put_u32, put_u64, put_u8, stream_xid, PResult,
 };
+use crate::tags::MESSAGE_TAG;
 use crate::{Error, ErrorKind, PgStr, ProtocolContext};
 
 /// `MESSAGE_TRANSACTIONAL`.

@@ -3,8 +3,8 @@
 use nom::combinator::map;
 use nom::sequence::tuple;
 
-use crate::message::ORIGIN_TAG;
 use crate::primitive::{be_u64, cstr, put_cstr, put_u64, put_u8, PResult};
+use crate::tags::ORIGIN_TAG;
 use crate::PgStr;
 
 /// Origin: the transaction being sent was replicated here from another node. It follows

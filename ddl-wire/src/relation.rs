@@ -5,10 +5,10 @@ use std::iter::FusedIterator;
 use nom::combinator::map;
 use nom::sequence::tuple;
 
-use crate::message::RELATION_TAG;
 use crate::primitive::{be_i32, be_u32, be_u8, cstr, fail, put_cstr, put_i32, put_message};
 use crate::primitive::{put_stream_xid, put_u16, put_u32, put_u8, stream_xid, Overflow, PResult};
 use crate::sequence::{Item, Sequence};
+use crate::tags::RELATION_TAG;
 use crate::{Error, ErrorKind, PgStr, ProtocolContext};
 
 /// `LOGICALREP_IS_REPLICA_IDENTITY`: the column is part of the replica identity key.

@@ -2,8 +2,8 @@
 
 use nom::sequence::tuple;
 
-use crate::message::STREAM_ABORT_TAG;
 use crate::primitive::{be_i64, be_u32, be_u64, put_i64, put_u32, put_u64, put_u8, PResult};
+use crate::tags::STREAM_ABORT_TAG;
 use crate::{ProtocolContext, Streaming};
 
 /// Stream Abort: discard what was streamed for [`subxid`](StreamAbortBody::subxid) (the whole

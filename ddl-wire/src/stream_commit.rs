@@ -3,9 +3,9 @@
 use nom::combinator::map;
 use nom::sequence::tuple;
 
-use crate::message::STREAM_COMMIT_TAG;
 use crate::primitive::PResult;
 use crate::primitive::{be_i64, be_u32, be_u64, put_i64, put_u32, put_u64, put_u8, zero_flags};
+use crate::tags::STREAM_COMMIT_TAG;
 
 /// Stream Commit: apply everything streamed for [`xid`](StreamCommitBody::xid). Sent outside
 /// any streamed block.

@@ -3,9 +3,9 @@
 use nom::combinator::map;
 use nom::sequence::preceded;
 
-use crate::message::STREAM_PREPARE_TAG;
 use crate::prepare::{parse_prepared_txn, PreparedTxn};
 use crate::primitive::{put_u8, zero_flags, PResult};
+use crate::tags::STREAM_PREPARE_TAG;
 use crate::PgStr;
 
 /// Stream Prepare: everything streamed for [`xid`](StreamPrepareBody::xid) is prepared

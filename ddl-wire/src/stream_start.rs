@@ -1,7 +1,7 @@
 //! Stream Start ('S'): the start of a block of changes of an in-progress transaction.
 
-use crate::message::STREAM_START_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_u32, put_u8, PResult};
+use crate::tags::STREAM_START_TAG;
 use crate::ErrorKind;
 
 /// Stream Start: the changes up to Stream Stop belong to the in-progress transaction

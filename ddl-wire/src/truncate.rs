@@ -4,9 +4,9 @@ use std::iter::FusedIterator;
 
 use nom::bytes::complete::take;
 
-use crate::message::TRUNCATE_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
 use crate::primitive::{put_i32, stream_xid, Overflow, PResult};
+use crate::tags::TRUNCATE_TAG;
 use crate::{Error, ErrorKind, ProtocolContext};
 
 /// `TRUNCATE_CASCADE`.

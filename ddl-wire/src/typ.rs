@@ -4,9 +4,9 @@
 use nom::combinator::map;
 use nom::sequence::tuple;
 
-use crate::message::TYPE_TAG;
 use crate::primitive::PResult;
 use crate::primitive::{be_u32, cstr, put_cstr, put_stream_xid, put_u32, put_u8, stream_xid};
+use crate::tags::TYPE_TAG;
 use crate::{PgStr, ProtocolContext};
 
 /// Type: names a column type whose OID the subscriber cannot be assumed to share; pgoutput

@@ -1,8 +1,8 @@
 //! Update ('U'): a changed row, with its old key or old row when the replica identity asks.
 
-use crate::message::UPDATE_TAG;
 use crate::primitive::{be_u32, be_u8, fail, put_message, put_stream_xid, put_u32, put_u8};
 use crate::primitive::{read_stream_xid, read_u32, read_u8, stream_xid, PResult};
+use crate::tags::UPDATE_TAG;
 use crate::tuple::{put_tuple, NEW_TUPLE};
 use crate::{Error, ErrorKind, OldTupleKind, ProtocolContext, TupleData, TupleValue};
 
