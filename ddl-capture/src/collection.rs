@@ -124,7 +124,7 @@ impl Collection {
                 return pg_sys::InvalidOid;
             }
             pg_sys::GetSysCacheOid(
-                pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP as i32,
+                ddl_server::versions::syscache(pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP),
                 pg_sys::Anum_pg_proc_oid as pg_sys::AttrNumber,
                 pg_sys::Datum::from(self.record_alias().as_ptr()),
                 pg_sys::Datum::from(pg_sys::buildoidvector(std::ptr::null(), 0)),

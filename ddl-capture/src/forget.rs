@@ -64,7 +64,7 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
         unsafe {
             rules::scan(pg_sys::RowExclusiveLock, |rel, tuple, row| {
                 if about_dropped(&row) {
-                    pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+                    pg_sys::CatalogTupleDelete(rel, &raw mut (*tuple).t_self);
                 }
             })
         };
@@ -104,7 +104,7 @@ unsafe fn forget_adapters(functions: &[u32]) {
                     d.is_some_and(|d| functions.contains(&(d.value() as u32)))
                 };
                 if v.iter().any(uses) {
-                    pg_sys::CatalogTupleDelete(rel, &mut (*tuple).t_self);
+                    pg_sys::CatalogTupleDelete(rel, &raw mut (*tuple).t_self);
                     DELETED.set(true);
                 }
             },

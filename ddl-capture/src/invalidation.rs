@@ -92,13 +92,13 @@ pub unsafe fn register() {
         unsafe {
             pg_sys::CacheRegisterRelcacheCallback(Some(relcache_changed), pg_sys::Datum::from(0));
             pg_sys::CacheRegisterSyscacheCallback(
-                pg_sys::SysCacheIdentifier::AUTHOID as i32,
+                ddl_server::versions::syscache(pg_sys::SysCacheIdentifier::AUTHOID),
                 Some(role_changed),
                 pg_sys::Datum::from(0),
             );
             // A role granted or revoked: what the session's role may do changed.
             pg_sys::CacheRegisterSyscacheCallback(
-                pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM as i32,
+                ddl_server::versions::syscache(pg_sys::SysCacheIdentifier::AUTHMEMROLEMEM),
                 Some(role_changed),
                 pg_sys::Datum::from(0),
             );

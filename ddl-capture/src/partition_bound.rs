@@ -176,8 +176,7 @@ fn after_groups(sql: &[u8], start: usize, groups: usize) -> Option<usize> {
                 &raw const pg_sys::ScanKeywords,
                 (&raw const pg_sys::ScanKeywordTokens).cast(),
             );
-            // The client was warned already when the statement was parsed.
-            (*extra).escape_string_warning = false;
+            ddl_server::versions::quiet_escape_string_warning(extra);
             let (mut depth, mut closed, mut end) = (0usize, 0usize, None);
             loop {
                 let mut value: pg_sys::core_YYSTYPE = std::mem::zeroed();

@@ -173,16 +173,22 @@ pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
     check_publication(&name);
 }
 
+/// Whether publication `p` publishes `ddl_sync.events`, as an SQL condition: the server's own
+/// answer (`pg_publication_tables`), which knows every way a table joins a publication (FOR
+/// ALL TABLES, FOR TABLES IN SCHEMA, the table itself) and 19's `FOR ALL TABLES EXCEPT`.
+const PUBLISHES_EVENTS: &str = "EXISTS (SELECT FROM pg_catalog.pg_publication_tables t
+     WHERE t.pubname OPERATOR(pg_catalog.=) p.pubname AND t.schemaname OPERATOR(pg_catalog.=) 'ddl_sync'
+       AND t.tablename OPERATOR(pg_catalog.=) 'events')";
+
 /// Whether the publication contains `ddl_sync.events` (FOR ALL TABLES does); `None` when the
 /// publication does not exist. (Each query is wrapped in a scalar subquery so that it always
 /// returns one row.)
 fn events_in_publication(publication: &str) -> Option<bool> {
     Spi::get_one_with_args::<bool>(
-        "SELECT (SELECT p.puballtables OR EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
-                 WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass)
-                 OR EXISTS (SELECT FROM pg_catalog.pg_publication_namespace n
-                 WHERE n.pnpubid = p.oid AND n.pnnspid = 'ddl_sync'::pg_catalog.regnamespace)
-           FROM pg_catalog.pg_publication p WHERE p.pubname = $1)",
+        &format!(
+            "SELECT (SELECT {PUBLISHES_EVENTS}
+               FROM pg_catalog.pg_publication p WHERE p.pubname = $1)"
+        ),
         &[publication.into()],
     )
     .unwrap_or_else(|e| error!("ddl_sync: cannot read publication {publication}: {e}"))
@@ -192,13 +198,9 @@ fn events_in_publication(publication: &str) -> Option<bool> {
 /// replicates DDL.
 fn check_publication(publication: &str) {
     let problem = Spi::get_one_with_args::<String>(
-        "SELECT (SELECT CASE
+        &format!("SELECT (SELECT CASE
              WHEN NOT p.pubinsert THEN 'it does not publish inserts (publish = ''insert'' is needed)'
-             WHEN NOT (p.puballtables
-                       OR EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
-                                  WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass)
-                       OR EXISTS (SELECT FROM pg_catalog.pg_publication_namespace n
-                                  WHERE n.pnpubid = p.oid AND n.pnnspid = 'ddl_sync'::pg_catalog.regnamespace))
+             WHEN NOT {PUBLISHES_EVENTS}
                  THEN 'it does not contain ddl_sync.events'
              WHEN EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
                           WHERE r.prpubid = p.oid AND r.prrelid = 'ddl_sync.events'::pg_catalog.regclass
@@ -207,7 +209,7 @@ fn check_publication(publication: &str) {
            END
            FROM pg_catalog.pg_publication p
            JOIN ddl_sync.publication_sync s ON s.pfsyncpubid = p.oid AND s.pfsynckind = 'p'
-          WHERE p.pubname = $1 AND s.pfsyncenabled AND s.pfsyncddl <> 0)",
+          WHERE p.pubname = $1 AND s.pfsyncenabled AND s.pfsyncddl <> 0)"),
         &[publication.into()],
     )
     .unwrap_or_else(|e| error!("ddl_sync: cannot check publication {publication}: {e}"));

@@ -166,8 +166,8 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         unsafe { evaluated_partition_bound(tag, target) }
     });
     let session = Session::current();
-    // SAFETY: a backend global, the session's replication origin (an apply worker's).
-    let forwarded = unsafe { pg_sys::replorigin_session_origin } != 0;
+    // The session's replication origin: an apply worker's.
+    let forwarded = ddl_server::versions::session_origin() != 0;
     let mut flags = RecordFlags::TRANSACTIONAL;
     if top_level {
         flags = flags | RecordFlags::TOP_LEVEL;
@@ -676,7 +676,8 @@ impl SessionKey {
             self.generation == crate::invalidation::generation()
                 && self.date_style == (pg_sys::DateStyle, pg_sys::DateOrder)
                 && self.interval_style == pg_sys::IntervalStyle
-                && self.standard_conforming_strings == pg_sys::standard_conforming_strings
+                && self.standard_conforming_strings
+                    == ddl_server::versions::standard_conforming_strings()
                 && self.time_zone == pg_sys::session_timezone as usize
                 && self.reading == reading()
                 && self.roles == (pg_sys::GetUserId(), pg_sys::GetSessionUserId())
@@ -696,7 +697,7 @@ impl SessionKey {
                 search_path: bytes(pg_sys::namespace_search_path).to_vec(),
                 date_style: (pg_sys::DateStyle, pg_sys::DateOrder),
                 interval_style: pg_sys::IntervalStyle,
-                standard_conforming_strings: pg_sys::standard_conforming_strings,
+                standard_conforming_strings: ddl_server::versions::standard_conforming_strings(),
                 default_table_access_method: bytes(pg_sys::default_table_access_method).to_vec(),
                 time_zone: pg_sys::session_timezone as usize,
                 reading: reading(),

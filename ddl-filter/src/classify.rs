@@ -50,7 +50,7 @@ pub enum NotReplicated {
     TransactionControl,
     /// Settings, cursors, prepared statements, LISTEN/NOTIFY, LOAD, DISCARD: session state.
     Session,
-    /// VACUUM, ANALYZE, CLUSTER, REINDEX, CHECKPOINT: physical upkeep, each node its own.
+    /// VACUUM, ANALYZE, CLUSTER, REPACK, REINDEX, CHECKPOINT: physical upkeep, each node its own.
     Maintenance,
     /// DO and CALL: the DDL they run is captured statement by statement instead.
     Procedural,
@@ -283,10 +283,15 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
         "SET" | "RESET" | "SHOW" | "DISCARD" | "DISCARD ALL" | "DISCARD PLANS"
         | "DISCARD SEQUENCES" | "DISCARD TEMP" | "PREPARE" | "EXECUTE" | "DEALLOCATE"
         | "DEALLOCATE ALL" | "DECLARE CURSOR" | "FETCH" | "MOVE" | "CLOSE" | "CLOSE CURSOR"
-        | "CLOSE CURSOR ALL" | "LISTEN" | "UNLISTEN" | "NOTIFY" | "LOAD" => {
+        | "CLOSE CURSOR ALL" | "LISTEN" | "UNLISTEN" | "NOTIFY" | "LOAD"
+        // 19's WAIT FOR LSN: the session waits until its server has replayed that far.
+        | "WAIT" => {
             (not(N::Session), Never)
         }
-        "VACUUM" | "ANALYZE" | "CLUSTER" | "REINDEX" | "CHECKPOINT" => (not(N::Maintenance), Never),
+        // REPACK: 19's successor of CLUSTER and VACUUM FULL.
+        "VACUUM" | "ANALYZE" | "CLUSTER" | "REPACK" | "REINDEX" | "CHECKPOINT" => {
+            (not(N::Maintenance), Never)
+        }
         "DO" | "CALL" => (not(N::Procedural), Never),
         "???" => (not(N::UnknownTag), Never),
         _ => return None,

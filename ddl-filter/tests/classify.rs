@@ -332,6 +332,9 @@ fn hard_cases_by_tag() {
         ("TRUNCATE TABLE", not(NotReplicated::Dml)),
         ("MERGE", not(NotReplicated::Dml)),
         ("REINDEX", not(NotReplicated::Maintenance)),
+        // PostgreSQL 19's new tags.
+        ("REPACK", not(NotReplicated::Maintenance)),
+        ("WAIT", not(NotReplicated::Session)),
         ("LOCK TABLE", not(NotReplicated::TransactionControl)),
         ("DISCARD ALL", not(NotReplicated::Session)),
         ("DO", not(NotReplicated::Procedural)),

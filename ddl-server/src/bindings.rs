@@ -198,7 +198,7 @@ unsafe fn is_relation_or_array_type(type_id: pg_sys::Oid) -> bool {
     // SAFETY: the caller's promise; a syscache entry, released below.
     unsafe {
         let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::TYPEOID as i32,
+            crate::versions::syscache(pg_sys::SysCacheIdentifier::TYPEOID),
             pg_sys::Datum::from(type_id),
         );
         if tuple.is_null() {

@@ -35,7 +35,7 @@ pub unsafe fn rights(roleid: pg_sys::Oid) -> String {
     // predefined roles' names are NUL-terminated, missing_ok.
     unsafe {
         let tuple = pg_sys::SearchSysCache1(
-            pg_sys::SysCacheIdentifier::AUTHOID as i32,
+            crate::versions::syscache(pg_sys::SysCacheIdentifier::AUTHOID),
             pg_sys::Datum::from(roleid),
         );
         if tuple.is_null() {

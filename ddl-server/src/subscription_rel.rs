@@ -46,7 +46,7 @@ fn any_subscription(matches: impl Fn(pg_sys::HeapTuple) -> bool) -> bool {
     unsafe {
         pg_guard_ffi_boundary(|| {
             let list = pg_sys::SearchSysCacheList(
-                pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME as std::ffi::c_int,
+                crate::versions::syscache(pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME),
                 1,
                 pg_sys::Datum::from(pg_sys::MyDatabaseId),
                 pg_sys::Datum::from(0usize),

@@ -1,4 +1,4 @@
-//! What differs between the PostgreSQL majors we build for (15 to 18), each behind one function
+//! What differs between the PostgreSQL majors we build for (15 to 19), each behind one function
 //! so that the rest of the code has no `#[cfg(feature = "pgNN")]`.
 
 use pgrx::pg_sys;
@@ -169,7 +169,7 @@ pub unsafe fn walrcv_connect(
         // must_use_password, appname, err).
         unsafe { connect(conninfo, true, must_use_password, appname, err) }
     }
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
     {
         // SAFETY: a catalog lookup of the current role, in the caller's backend.
         let must_use_password = !unsafe { pg_sys::superuser() };
@@ -190,12 +190,12 @@ pub unsafe fn attributes<'a>(desc: pg_sys::TupleDesc) -> &'a [pg_sys::FormData_p
     if natts == 0 {
         return &[];
     }
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     // SAFETY: `attrs` holds `natts` attributes, as long as the descriptor lives.
     unsafe {
         (*desc).attrs.as_slice(natts)
     }
-    #[cfg(feature = "pg18")]
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
     // SAFETY: the attributes are one contiguous array of `natts` (TupleDescAttr indexes it), as
     // long as the descriptor lives.
     unsafe {
@@ -221,12 +221,12 @@ pub const ADD_COLUMN: &[pg_sys::AlterTableType::Type] = &[pg_sys::AlterTableType
 /// # Safety
 /// `rb` is the live reorder buffer of the decoding context.
 pub unsafe fn alloc_change(rb: *mut pg_sys::ReorderBuffer) -> *mut pg_sys::ReorderBufferChange {
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     // SAFETY: the caller's promise.
     unsafe {
         pg_sys::ReorderBufferGetChange(rb)
     }
-    #[cfg(feature = "pg18")]
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
     // SAFETY: the caller's promise.
     unsafe {
         pg_sys::ReorderBufferAllocChange(rb)
@@ -242,12 +242,12 @@ pub unsafe fn free_change(
     rb: *mut pg_sys::ReorderBuffer,
     change: *mut pg_sys::ReorderBufferChange,
 ) {
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
     unsafe {
         pg_sys::ReorderBufferReturnChange(rb, change, false)
     }
-    #[cfg(feature = "pg18")]
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
     // SAFETY: the caller's promise; `false`: never added to the buffer's memory accounting.
     unsafe {
         pg_sys::ReorderBufferFreeChange(rb, change, false)
@@ -308,12 +308,12 @@ pub unsafe fn set_insert(
             newtuple: buf,
         };
     }
-    #[cfg(any(feature = "pg17", feature = "pg18"))]
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
     // SAFETY: the caller's promise; a tuple of `rb`, filled before the change holds it.
     unsafe {
         #[cfg(feature = "pg17")]
         let copy = pg_sys::ReorderBufferGetTupleBuf(rb, len - header);
-        #[cfg(feature = "pg18")]
+        #[cfg(not(feature = "pg17"))]
         let copy = pg_sys::ReorderBufferAllocTupleBuf(rb, len - header);
         fill(copy);
         (*change).data.tp = pg_sys::ReorderBufferChange__bindgen_ty_1__bindgen_ty_1 {
@@ -348,7 +348,7 @@ pub unsafe fn cooked_check_constraint(
         (*constraint).cooked_expr = cooked_expr;
         (*constraint).initially_valid = true;
         (*constraint).skip_validation = true;
-        #[cfg(feature = "pg18")]
+        #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
         {
             (*constraint).is_enforced = true;
         }
@@ -362,7 +362,7 @@ pub unsafe fn cooked_check_constraint(
 pub const SUBSCRIPTION_FAILOVER_SQL: &str = "false";
 /// `pg_subscription`'s failover flag as an SQL expression on `s` (the catalog row): 17 added
 /// failover slots; before, no slot fails over.
-#[cfg(any(feature = "pg17", feature = "pg18"))]
+#[cfg(not(any(feature = "pg15", feature = "pg16")))]
 pub const SUBSCRIPTION_FAILOVER_SQL: &str = "s.subfailover";
 
 /// Whether a subscription's apply worker applies rows as the subscription owner, as an SQL
@@ -447,7 +447,7 @@ pub unsafe fn takes_only_local_origin(tuple: pg_sys::HeapTuple) -> bool {
         let attnum = pg_sys::get_attnum(pg_subscription, c"suborigin".as_ptr());
         let mut isnull = false;
         let origin = pg_sys::SysCacheGetAttr(
-            pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME as std::ffi::c_int,
+            syscache(pg_sys::SysCacheIdentifier::SUBSCRIPTIONNAME),
             tuple,
             attnum,
             &mut isnull,
@@ -458,11 +458,72 @@ pub unsafe fn takes_only_local_origin(tuple: pg_sys::HeapTuple) -> bool {
     }
 }
 
+/// A catalog cache's identifier as the syscache functions take it: 19 made the identifiers a C
+/// enum (`int`); before, pgrx bound them as unsigned constants.
+#[allow(clippy::unnecessary_cast)] // a cast on 15 to 18, none on 19
+pub const fn syscache(id: pg_sys::SysCacheIdentifier::Type) -> std::ffi::c_int {
+    id as std::ffi::c_int
+}
+
+/// The replication origin of this session's transaction (an apply worker's origin; 0,
+/// `InvalidRepOriginId`, elsewhere): 19 moved it into `replorigin_xact_state`.
+pub fn session_origin() -> u16 {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+    // SAFETY: a variable of this backend, read in it.
+    unsafe {
+        pg_sys::replorigin_session_origin
+    }
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
+    // SAFETY: as above.
+    unsafe {
+        pg_sys::replorigin_xact_state.origin
+    }
+}
+
+/// Whether string literals are read as the standard says (backslashes literal): a setting
+/// before 19, always so from 19 on, which removed the variable (and the setting's `off`).
+pub fn standard_conforming_strings() -> bool {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+    // SAFETY: a variable of this backend, read in it.
+    unsafe {
+        pg_sys::standard_conforming_strings
+    }
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
+    true
+}
+
+/// Turns off the scanner's warning about backslashes in ordinary literals for `extra` (its
+/// client was warned when the statement was first parsed); 19 has no such warning.
+///
+/// # Safety
+/// `extra` is the scanner state of a scanner this backend started.
+pub unsafe fn quiet_escape_string_warning(extra: *mut pg_sys::core_yy_extra_type) {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        (*extra).escape_string_warning = false;
+    }
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
+    let _ = extra;
+}
+
+/// The ALTER SUBSCRIPTION kind that refreshes the publications' tables (`REFRESH
+/// PUBLICATION`): 19 renamed it, beside its new `REFRESH SEQUENCES` and `SERVER`.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+pub const ALTER_SUBSCRIPTION_REFRESH_PUBLICATION: pg_sys::AlterSubscriptionType::Type =
+    pg_sys::AlterSubscriptionType::ALTER_SUBSCRIPTION_REFRESH;
+/// The ALTER SUBSCRIPTION kind that refreshes the publications' tables (`REFRESH
+/// PUBLICATION`): 19 renamed it, beside its new `REFRESH SEQUENCES` and `SERVER`.
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
+pub const ALTER_SUBSCRIPTION_REFRESH_PUBLICATION: pg_sys::AlterSubscriptionType::Type =
+    pg_sys::AlterSubscriptionType::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION;
+
 /// Minor releases after which a structure these libraries read or fill changed its layout, by
 /// major: a build with the headers of a release before one of them must not run in a server
-/// of that release or later. 17.12 (CVE-2026-6460's fix) made `ReorderBufferChange` 8 bytes
-/// longer, which `set_insert` fills.
-const LAYOUT_CHANGES: &[(u32, u32)] = &[(17, 12)];
+/// of that release or later. The November 2026 minors (CVE-2026-6460's fix: 15.20, 16.16,
+/// 17.12, 18.7) made `ReorderBufferChange` 8 bytes longer (`tuplecid.subxid`), which
+/// `set_insert` fills.
+const LAYOUT_CHANGES: &[(u32, u32)] = &[(15, 20), (16, 16), (17, 12), (18, 7)];
 
 /// Why a library built with the headers of PostgreSQL `built` (`PG_VERSION_NUM`) must not run
 /// in a server of version `running`, or `None`. PostgreSQL's magic block compares only the
@@ -497,6 +558,21 @@ pub fn headers_unfit(built: u32, running: u32) -> Option<String> {
         })
 }
 
+/// Why a library built with the headers of pre-release `built` (`PG_VERSION`, such as `19rc1`)
+/// must not run in the server whose `server_version` is `running`, or `None`. A beta or release
+/// candidate has the release's `PG_VERSION_NUM` (190000) but not always its layouts (19rc2 made
+/// `ReorderBufferChange` longer), so such a build runs only in the server it was built for.
+pub fn prerelease_unfit(built: &str, running: &str) -> Option<String> {
+    let prerelease = built.contains("beta") || built.contains("rc") || built.contains("devel");
+    let running = running.split_whitespace().next().unwrap_or("");
+    (prerelease && running != built).then(|| {
+        format!(
+            "it was built with the headers of PostgreSQL {built}, a pre-release, and this \
+             server is {running}: install a build made with this server's headers"
+        )
+    })
+}
+
 /// Raises an ERROR naming `library` when this server is not one the headers it was built with
 /// fit ([`headers_unfit`]): from `_PG_init`, so that the library never loads into it.
 pub fn refuse_unfit_server(library: &str) {
@@ -511,7 +587,17 @@ pub fn refuse_unfit_server(library: &str) {
     let Some(running) = running else {
         return;
     };
-    if let Some(why) = headers_unfit(pg_sys::PG_VERSION_NUM, running) {
+    // SAFETY: as above.
+    let running_name = unsafe {
+        let value = pg_sys::GetConfigOption(c"server_version".as_ptr(), false, false);
+        std::ffi::CStr::from_ptr(value)
+            .to_string_lossy()
+            .into_owned()
+    };
+    let built_name = pg_sys::PG_VERSION.to_string_lossy();
+    if let Some(why) = headers_unfit(pg_sys::PG_VERSION_NUM, running)
+        .or_else(|| prerelease_unfit(&built_name, &running_name))
+    {
         pgrx::ereport!(
             ERROR,
             pgrx::PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
@@ -522,12 +608,14 @@ pub fn refuse_unfit_server(library: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::headers_unfit;
+    use super::{headers_unfit, prerelease_unfit};
 
     #[test]
     fn a_build_runs_from_its_minor_to_the_next_layout_change() {
         assert_eq!(headers_unfit(170011, 170011), None);
-        assert_eq!(headers_unfit(160015, 160020), None);
+        assert_eq!(headers_unfit(160016, 160020), None);
+        let subxid = headers_unfit(160015, 160016).unwrap();
+        assert!(subxid.contains("16.16 changed the layout"), "{subxid}");
         assert_eq!(headers_unfit(170012, 170014), None);
         let older = headers_unfit(170011, 170010).unwrap();
         assert!(
@@ -541,5 +629,14 @@ mod tests {
             major.contains("install the build made for PostgreSQL 18"),
             "{major}"
         );
+    }
+
+    #[test]
+    fn a_prerelease_build_runs_only_in_its_own_server() {
+        assert_eq!(prerelease_unfit("19rc1", "19rc1 (Debian 19~rc1-1)"), None);
+        assert_eq!(prerelease_unfit("18.7", "18.8"), None);
+        let later = prerelease_unfit("19rc1", "19rc2").unwrap();
+        assert!(later.contains("PostgreSQL 19rc1, a pre-release"), "{later}");
+        assert!(prerelease_unfit("19beta2", "19.0").is_some());
     }
 }

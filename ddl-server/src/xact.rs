@@ -149,6 +149,9 @@ pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Resu
                     message: e.message().to_string(),
                 },
             };
+            // As PL/pgSQL does before it rolls back: the ERROR, copied above, leaves the error
+            // stack (pgrx 0.19 keeps it there until the handler returns).
+            pg_sys::FlushErrorState();
             pg_sys::RollbackAndReleaseCurrentSubTransaction();
             pg_sys::MemoryContextSwitchTo(memory);
             pg_sys::CurrentResourceOwner = owner;

@@ -155,7 +155,8 @@ fn replicates_both_ways(peer: &Path) {
     subscribe(old, new, "back", "back");
     // A statement the older server cannot parse: refused there with its parser's own message
     // (whatever the conflict policy: no retry would parse it), and replication goes on. `IS
-    // JSON` is 16's, `SET STATISTICS DEFAULT` 17's, virtual generated columns 18's.
+    // JSON` is 16's, `SET STATISTICS DEFAULT` 17's, virtual generated columns 18's, a window
+    // function's `IGNORE NULLS` 19's.
     let (unparsable, marker) = match major(old).as_str() {
         "15" => (
             "ALTER TABLE t ADD COLUMN doc text CHECK (doc IS JSON)",
@@ -165,9 +166,13 @@ fn replicates_both_ways(peer: &Path) {
             "ALTER TABLE t ALTER COLUMN name SET STATISTICS DEFAULT",
             "STATISTICS DEFAULT",
         ),
-        _ => (
+        "17" => (
             "ALTER TABLE t ADD COLUMN shout text GENERATED ALWAYS AS (upper(name)) VIRTUAL",
             "VIRTUAL",
+        ),
+        _ => (
+            "CREATE VIEW previous AS SELECT lag(name) IGNORE NULLS OVER (ORDER BY id) AS p FROM t",
+            "IGNORE NULLS",
         ),
     };
     new.psql(

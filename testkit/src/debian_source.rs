@@ -1,6 +1,7 @@
 //! Debian source packages of PostgreSQL, through apt with a private state directory: the
 //! regression suite of the installed server, and the source of a major version that has no
-//! package for this Debian release (PostgreSQL 18 from Debian's `unstable`).
+//! package for this Debian release (PostgreSQL 18 from Debian's `unstable`); and binary
+//! packages of newer suites, downloaded, never installed (PostgreSQL 19 from `experimental`).
 //!
 //! The deb-src entries are derived from the machine's own apt sources at run time (`-o
 //! Dir::State::Lists`, `-o Dir::Etc::SourceParts`), so no mirror is written down here and the
@@ -26,29 +27,45 @@ impl AptSources {
         let apt = AptSources {
             dir: dir.to_path_buf(),
         };
-        let parts = apt.dir.join("sources.list.d");
+        let entries = match extra_suite {
+            None => deb_src_entries(),
+            Some(suite) => other_suite_entries(suite, "deb-src"),
+        };
+        apt.fetch_lists(&entries)
+    }
+
+    /// Binary package entries of the machine's main Debian archive with its suite replaced by
+    /// `suites` (`"unstable experimental"`), in `dir`, and their package lists fetched: to
+    /// download packages with [`AptSources::download`], not to install them.
+    pub fn binaries(dir: &Path, suites: &str) -> Result<AptSources, Error> {
+        let apt = AptSources {
+            dir: dir.to_path_buf(),
+        };
+        let entries = other_suite_entries(suites, "deb");
+        apt.fetch_lists(&entries)
+    }
+
+    /// Writes `entries` as our sources and fetches their lists.
+    fn fetch_lists(self, entries: &[(String, String)]) -> Result<AptSources, Error> {
+        let parts = self.dir.join("sources.list.d");
         let _ = std::fs::remove_dir_all(&parts);
-        for d in [&parts, &apt.dir.join("lists/partial")] {
+        for d in [&parts, &self.dir.join("lists/partial")] {
             std::fs::create_dir_all(d)
                 .map_err(|e| Error::io(format_args!("cannot create {}", d.display()), e))?;
         }
-        let entries = match extra_suite {
-            None => deb_src_entries(),
-            Some(suite) => other_suite_entries(suite),
-        };
         if entries.is_empty() {
             return Err(Error::new(
                 ErrorKind::Command,
-                "the machine's apt sources have no deb entries to derive deb-src from",
+                "the machine's apt sources have no deb entries to derive ours from",
             ));
         }
-        for (name, text) in &entries {
+        for (name, text) in entries {
             let path = parts.join(name);
             std::fs::write(&path, text)
                 .map_err(|e| Error::io(format_args!("cannot write {}", path.display()), e))?;
         }
-        run(apt.command("apt-get").arg("update"))?;
-        Ok(apt)
+        run(self.command("apt-get").arg("update"))?;
+        Ok(self)
     }
 
     /// The newest version of source package `package` the entries offer.
@@ -105,6 +122,50 @@ impl AptSources {
         Ok(())
     }
 
+    /// The version of binary package `package` that apt would take from our entries: the
+    /// newest of the suites that are not `NotAutomatic` (experimental is), else the newest.
+    pub fn candidate(&self, package: &str) -> Result<String, Error> {
+        let out = run(self.command("apt-cache").args(["policy", package]))?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Candidate: "))
+            .filter(|v| *v != "(none)")
+            .map(str::to_string)
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Command,
+                    format!("no apt source offers the package {package}"),
+                )
+            })
+    }
+
+    /// Downloads binary package `package` at `version` into `dest` (made when missing) and
+    /// returns the file.
+    pub fn download(&self, package: &str, version: &str, dest: &Path) -> Result<PathBuf, Error> {
+        std::fs::create_dir_all(dest)
+            .map_err(|e| Error::io(format_args!("cannot create {}", dest.display()), e))?;
+        run(self
+            .command("apt-get")
+            .args(["download", &format!("{package}={version}")])
+            .current_dir(dest))?;
+        // apt names the file `<package>_<version, its epoch's colon escaped>_<arch>.deb`.
+        let version = version.replace(':', "%3a");
+        std::fs::read_dir(dest)
+            .map_err(|e| Error::io(format_args!("cannot read {}", dest.display()), e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("{package}_{version}_")))
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Command,
+                    format!("apt-get download {package}={version} gave no file"),
+                )
+            })
+    }
+
     /// `program` (apt-get or apt-cache) reading only our entries and lists.
     fn command(&self, program: &str) -> Command {
         let mut cmd = Command::new(program);
@@ -146,7 +207,7 @@ fn deb_src_entries() -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (i, (name, text)) in source_files().iter().enumerate() {
         let (derived, ext) = if name.ends_with(".sources") {
-            (deb822_stanzas(text, None), "sources")
+            (deb822_stanzas(text, None, "deb-src"), "sources")
         } else if name.ends_with(".list") {
             let lines = text
                 .lines()
@@ -165,20 +226,21 @@ fn deb_src_entries() -> Vec<(String, String)> {
 }
 
 /// The deb822 stanzas of the machine's main Debian archive (the one whose suites include this
-/// release's codename itself, not its `-security` or `-updates`) as deb-src stanzas of `suite`.
-fn other_suite_entries(suite: &str) -> Vec<(String, String)> {
+/// release's codename itself, not its `-security` or `-updates`) as `types` stanzas (`deb` or
+/// `deb-src`) of `suite` (one or several, space-separated).
+fn other_suite_entries(suite: &str, types: &str) -> Vec<(String, String)> {
     let Some(codename) = codename() else {
         return Vec::new();
     };
     let stanzas: String = source_files()
         .iter()
         .filter(|(name, _)| name.ends_with(".sources"))
-        .map(|(_, text)| deb822_stanzas(text, Some((&codename, suite))))
+        .map(|(_, text)| deb822_stanzas(text, Some((&codename, suite)), types))
         .collect();
     if stanzas.is_empty() {
         Vec::new()
     } else {
-        vec![(format!("00-{suite}-src.sources"), stanzas)]
+        vec![(format!("00-{types}.sources"), stanzas)]
     }
 }
 
@@ -191,10 +253,10 @@ fn codename() -> Option<String> {
         .map(|v| v.trim_matches('"').to_string())
 }
 
-/// The stanzas of a deb822 file whose `Types` include `deb`, as `deb-src` stanzas. With
+/// The stanzas of a deb822 file whose `Types` include `deb`, as `types` stanzas. With
 /// `Some((codename, suite))`, only stanzas whose `Suites` include `codename`, with `Suites:
 /// suite` instead.
-fn deb822_stanzas(text: &str, replace: Option<(&str, &str)>) -> String {
+fn deb822_stanzas(text: &str, replace: Option<(&str, &str)>, types: &str) -> String {
     let mut out = String::new();
     for stanza in text.split("\n\n") {
         let fields: Vec<&str> = stanza.lines().filter(|l| !l.starts_with('#')).collect();
@@ -216,7 +278,7 @@ fn deb822_stanzas(text: &str, replace: Option<(&str, &str)>) -> String {
         }
         for line in &fields {
             if line.starts_with("Types:") {
-                out.push_str("Types: deb-src\n");
+                out.push_str(&format!("Types: {types}\n"));
             } else if let (Some((_, suite)), true) = (replace, line.starts_with("Suites:")) {
                 out.push_str(&format!("Suites: {suite}\n"));
             } else {
@@ -240,18 +302,24 @@ mod tests {
 
     #[test]
     fn every_deb_stanza_gets_a_deb_src_twin() {
-        let out = deb822_stanzas(MACHINE, None);
+        let out = deb822_stanzas(MACHINE, None, "deb-src");
         assert_eq!(out.matches("Types: deb-src\n").count(), 2);
         assert!(out.contains("Suites: bookworm-security\n"));
     }
 
     #[test]
     fn another_suite_comes_from_the_main_archive_only() {
-        let out = deb822_stanzas(MACHINE, Some(("bookworm", "unstable")));
+        let out = deb822_stanzas(MACHINE, Some(("bookworm", "unstable")), "deb-src");
         assert_eq!(
             out,
             "Types: deb-src\nURIs: http://mirror.example/debian\nSuites: unstable\n\
              Components: main\n\n"
+        );
+        let binaries = deb822_stanzas(MACHINE, Some(("bookworm", "unstable experimental")), "deb");
+        assert!(binaries.starts_with("Types: deb\n"), "{binaries}");
+        assert!(
+            binaries.contains("Suites: unstable experimental\n"),
+            "{binaries}"
         );
     }
 }

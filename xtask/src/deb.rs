@@ -115,14 +115,23 @@ impl Control<'_> {
 }
 
 /// `major.minor` of `pg_config --version` (`PostgreSQL 16.15` or `PostgreSQL 15.18 (Debian
-/// 15.18-0+deb12u1)`).
+/// 15.18-0+deb12u1)`), or a pre-release as Debian orders it (`PostgreSQL 19rc1` is `19~rc1`,
+/// before `19.0`).
 fn server_release(pg_version: &str) -> Result<String> {
-    pg_version
-        .split_whitespace()
-        .nth(1)
-        .filter(|v| v.split('.').count() == 2 && v.split('.').all(|p| p.parse::<u32>().is_ok()))
-        .map(str::to_string)
-        .ok_or_else(|| format!("pg_config --version names no release: {pg_version:?}"))
+    let release = pg_version.split_whitespace().nth(1).unwrap_or("");
+    let numbered = |v: &str| {
+        v.split('.')
+            .all(|p| !p.is_empty() && p.parse::<u32>().is_ok())
+    };
+    let prerelease = ["beta", "rc"].iter().find_map(|tag| {
+        let (major, n) = release.split_once(tag)?;
+        (numbered(major) && numbered(n)).then(|| format!("{major}~{tag}{n}"))
+    });
+    if release.split('.').count() == 2 && numbered(release) {
+        Ok(release.to_string())
+    } else {
+        prerelease.ok_or_else(|| format!("pg_config --version names no release: {pg_version:?}"))
+    }
 }
 
 /// The newest `GLIBC_x.y` symbol version any of `files` needs.
@@ -216,7 +225,12 @@ mod tests {
             server_release("PostgreSQL 15.18 (Debian 15.18-0+deb12u1)").unwrap(),
             "15.18"
         );
-        assert!(server_release("PostgreSQL 19beta1").is_err());
+        assert_eq!(server_release("PostgreSQL 19beta1").unwrap(), "19~beta1");
+        assert_eq!(
+            server_release("PostgreSQL 19rc1 (Debian 19~rc1-1)").unwrap(),
+            "19~rc1"
+        );
+        assert!(server_release("PostgreSQL 19devel").is_err());
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! can be read as ordinary code. Tasks that need PostgreSQL run [`setup`] first, so any of them
 //! works on a fresh clone.
 //!
-//! Every task takes `--pg 15` (the default), `--pg 16`, `--pg 17` or `--pg 18`: the PostgreSQL it
-//! builds for, tests on and installs into (see [`setup::select`]).
+//! Every task takes `--pg 15` (the default), `--pg 16`, `--pg 17`, `--pg 18` or `--pg 19`: the
+//! PostgreSQL it builds for, tests on and installs into (see [`setup::select`]). Every cargo a
+//! task starts builds with the compiler pgrx needs ([`setup::toolchain`]).
 //!
 //! ```text
 //! cargo xtask demo [--keep]         DDL replication end to end on two throwaway clusters
@@ -44,7 +45,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask [--pg 15|16|17|18] <demo [--keep]|setup|test|package [--deb] [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy|instructions>|reliability [--trials N] [--seed S]|regress [--groups N]>";
+    "usage: cargo xtask [--pg 15|16|17|18|19] <demo [--keep]|setup|test|package [--deb] [--debug]|install [--debug]|golden [--check]|bench <wire|decode|capture|apply|copy|instructions|decode-instructions>|reliability [--trials N] [--seed S]|regress [--groups N]>";
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
@@ -53,6 +54,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    if !matches!(args.as_slice(), ["help" | "--help" | "-h"]) {
+        if let Err(e) = setup::toolchain() {
+            eprintln!("xtask: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let result = match args.as_slice() {
         ["demo", rest @ ..] => demo::run(rest),
         ["setup", rest @ ..] => setup::run(rest),

@@ -11,6 +11,15 @@
 //! each checked against its SHA-256 here), unpacked into `/usr/local/pgsql-N`. Nothing is
 //! compiled. That build has no ICU, and its headers are those of the server it holds, as the
 //! libraries need (the magic block checks only the major).
+//!
+//! PostgreSQL 19 has no build for Debian 12 anywhere yet: Debian's `experimental` has one for
+//! its next release, which needs a newer C library. [`install_pg19`] unpacks those packages,
+//! with the newer libraries they need from `unstable`, into [`PG19_PREFIX`] (nothing is
+//! installed into the system), and points its programs at that C library.
+//!
+//! pgrx 0.19, the first with PostgreSQL 19, needs rustc 1.96: Debian 12's `rustc-web` packages
+//! (bookworm-security) are that compiler, linked into rustup as [`TOOLCHAIN`], which every
+//! cargo that xtask starts uses ([`toolchain`]).
 
 use crate::cmd::Cmd;
 use crate::Result;
@@ -18,8 +27,17 @@ use ddl_testkit::debian_source::AptSources;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// pgrx and cargo-pgrx must match exactly; 0.19 needs a newer rustc than Debian 12's rustup pin here.
-pub const PGRX_VERSION: &str = "0.18.1";
+/// pgrx and cargo-pgrx must match exactly.
+pub const PGRX_VERSION: &str = "0.19.4";
+
+/// The rustup toolchain that builds the project: Debian's rustc-web (see [`toolchain`]).
+pub const TOOLCHAIN: &str = "ddl-sync-1.96";
+
+/// The compiler pgrx needs (its `rust-version`).
+const RUSTC_NEEDED: (u32, u32) = (1, 96);
+
+/// Where PostgreSQL 19's packages are unpacked (see [`install_pg19`]).
+pub const PG19_PREFIX: &str = "/usr/local/pgsql-19";
 
 /// Where PostgreSQL 18, built from source, is installed: outside any home directory, because the
 /// server runs as the `postgres` OS user.
@@ -69,17 +87,18 @@ pub enum Pg {
     V16,
     V17,
     V18,
+    V19,
 }
 
 impl Pg {
-    pub const ALL: [Pg; 4] = [Pg::V15, Pg::V16, Pg::V17, Pg::V18];
+    pub const ALL: [Pg; 5] = [Pg::V15, Pg::V16, Pg::V17, Pg::V18, Pg::V19];
 
     pub fn parse(s: &str) -> Result<Pg> {
         Pg::ALL
             .into_iter()
             .find(|pg| pg.major() == s)
             .ok_or_else(|| {
-                format!("--pg {s}: this project builds for PostgreSQL 15, 16, 17 and 18")
+                format!("--pg {s}: this project builds for PostgreSQL 15, 16, 17, 18 and 19")
             })
     }
 
@@ -89,6 +108,7 @@ impl Pg {
             Pg::V16 => "16",
             Pg::V17 => "17",
             Pg::V18 => "18",
+            Pg::V19 => "19",
         }
     }
 
@@ -113,6 +133,7 @@ impl Pg {
         match self {
             Pg::V15 => PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"),
             Pg::V18 => Path::new(PG18_PREFIX).join("bin/pg_config"),
+            Pg::V19 => Path::new(PG19_PREFIX).join("usr/lib/postgresql/19/bin/pg_config"),
             Pg::V16 | Pg::V17 => Path::new(
                 WHEELS
                     .iter()
@@ -135,7 +156,7 @@ pub fn select(args: &mut Vec<String>) -> Result {
         Some(i) => {
             let value = args
                 .get(i + 1)
-                .ok_or("--pg needs a version: --pg 15, 16, 17 or 18")?;
+                .ok_or("--pg needs a version: --pg 15, 16, 17, 18 or 19")?;
             let pg = Pg::parse(value)?;
             args.drain(i..i + 2);
             pg
@@ -147,7 +168,8 @@ pub fn select(args: &mut Vec<String>) -> Result {
                 let major = version
                     .split_whitespace()
                     .nth(1)
-                    .and_then(|v| v.split('.').next())
+                    // `18.6`, or a pre-release's `19rc1`.
+                    .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
                     .ok_or_else(|| format!("pg_config --version said {version:?}"))?;
                 Pg::parse(major)?
             }
@@ -196,6 +218,7 @@ pub fn run(args: &[&str]) -> Result {
             }
         }
         Pg::V18 => build_pg18()?,
+        Pg::V19 => install_pg19()?,
     }
     cargo_pgrx()?;
     pgrx_init()?;
@@ -634,6 +657,148 @@ fn build_pg18() -> Result {
         written.as_os_str(),
         stamp.as_os_str(),
     ])
+}
+
+/// The packages of PostgreSQL 19's tree: one source package's, at one version.
+const PG19_PACKAGES: [&str; 4] = [
+    "postgresql-19",
+    "postgresql-client-19",
+    "postgresql-server-dev-19",
+    "libpq5",
+];
+
+/// What those programs need beyond Debian 12, from `unstable`: its C library, and the libraries
+/// whose soname (ICU, libxml2, LDAP) or symbol versions (OpenSSL, liburing, libstdc++ for ICU)
+/// Debian 12 lacks, libxslt for the newer libxml2. Debian 12's own copies serve the rest.
+const PG19_LIBRARIES: [&str; 8] = [
+    "libc6",
+    "libicu78",
+    "libxml2-16",
+    "libxslt1.1",
+    "libldap2",
+    "libstdc++6",
+    "libssl3t64",
+    "liburing2",
+];
+
+/// PostgreSQL 19 in [`PG19_PREFIX`], unless that prefix already holds it: Debian's packages of
+/// the newest 19 (`experimental` until `unstable` has one) and [`PG19_LIBRARIES`], downloaded
+/// with apt's own resolution of suites and versions and unpacked, never installed. Its programs
+/// then run with that prefix's C library (`patchelf`: their interpreter, and a DT_RPATH, which
+/// unlike a RUNPATH also serves the libraries they load and the modules they open), and find
+/// their share and lib directories relative to themselves, as PostgreSQL's relocatable
+/// installs do.
+fn install_pg19() -> Result {
+    let prefix = Path::new(PG19_PREFIX);
+    // Beside bindir, where the e2e tests look for how a server was made.
+    let stamp = prefix.join("usr/lib/postgresql/19/BUILT-FROM");
+    if let Ok(from) = std::fs::read_to_string(&stamp) {
+        println!(
+            "setup: PostgreSQL 19 in {PG19_PREFIX}, from {}",
+            from.lines().next().unwrap_or("")
+        );
+        return Ok(());
+    }
+    let cache = cache_dir().join("postgresql-19");
+    let apt = AptSources::binaries(&cache.join("apt"), "unstable experimental")
+        .map_err(|e| e.to_string())?;
+    let candidate = |pkg: &str| apt.candidate(pkg).map_err(|e| e.to_string());
+    let version = candidate("postgresql-19")?;
+    let mut wanted: Vec<(&str, String)> = PG19_PACKAGES
+        .iter()
+        .map(|&pkg| (pkg, version.clone()))
+        .collect();
+    for pkg in PG19_LIBRARIES {
+        wanted.push((pkg, candidate(pkg)?));
+    }
+    let debs = cache.join("debs");
+    let _ = std::fs::remove_dir_all(&debs);
+    let mut files = Vec::new();
+    for (pkg, v) in &wanted {
+        println!("setup: downloading {pkg} {v}");
+        files.push(apt.download(pkg, v, &debs).map_err(|e| e.to_string())?);
+    }
+    ensure_packages(&["patchelf"])?;
+    let os = std::ffi::OsString::from;
+    as_root([os("rm"), os("-rf"), prefix.into()])?;
+    as_root([os("mkdir"), os("-p"), prefix.into()])?;
+    for file in &files {
+        as_root([os("dpkg-deb"), os("-x"), file.into(), prefix.into()])?;
+    }
+    let libraries = prefix.join("usr/lib/x86_64-linux-gnu");
+    let interpreter = libraries.join("ld-linux-x86-64.so.2");
+    if !interpreter.exists() {
+        return Err(format!(
+            "setup: libc6 gave no {}: PostgreSQL 19's programs cannot be pointed at it",
+            interpreter.display()
+        ));
+    }
+    let bin = prefix.join("usr/lib/postgresql/19/bin");
+    let rpath = format!(
+        "{}:{}",
+        libraries.display(),
+        prefix.join("usr/lib/postgresql/19/lib").display()
+    );
+    for entry in std::fs::read_dir(&bin).map_err(|e| format!("setup: {}: {e}", bin.display()))? {
+        let path = entry
+            .map_err(|e| format!("setup: {}: {e}", bin.display()))?
+            .path();
+        // The scripts among the programs (pgindent) keep their interpreter.
+        let mut magic = [0u8; 4];
+        let is_elf = std::fs::File::open(&path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok_and(|()| &magic == b"\x7fELF");
+        if is_elf {
+            as_root([
+                os("patchelf"),
+                os("--set-interpreter"),
+                interpreter.clone().into(),
+                os("--force-rpath"),
+                os("--set-rpath"),
+                os(rpath.as_str()),
+                path.into(),
+            ])?;
+        }
+    }
+    as_root([os("chmod"), os("-R"), os("a+rX"), prefix.into()])?;
+    let written = cache.join("BUILT-FROM");
+    let from: Vec<String> = wanted.iter().map(|(p, v)| format!("{p} {v}")).collect();
+    std::fs::write(&written, format!("debian-binaries {}\n", from.join(", ")))
+        .map_err(|e| format!("cannot write {}: {e}", written.display()))?;
+    as_root([os("cp"), written.into_os_string(), stamp.into_os_string()])?;
+    println!("setup: PostgreSQL 19 {version} unpacked into {PG19_PREFIX}");
+    Ok(())
+}
+
+/// Makes every cargo that xtask starts build with a rustc that pgrx accepts
+/// ([`RUSTC_NEEDED`]): the default one when it is new enough, else Debian 12's `rustc-web`
+/// packages (installed when missing), linked into rustup as [`TOOLCHAIN`] and chosen through
+/// `RUSTUP_TOOLCHAIN`, which the child processes inherit. rustup's default stays as it was.
+pub fn toolchain() -> Result {
+    if std::env::var("RUSTUP_TOOLCHAIN").as_deref() == Ok(TOOLCHAIN) {
+        return Ok(());
+    }
+    let version = Cmd::new("rustc").args(["--version"]).probe();
+    let numbers = version.as_deref().and_then(|v| {
+        let mut parts = v.split_whitespace().nth(1)?.split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    });
+    if numbers.is_some_and(|n: (u32, u32)| n >= RUSTC_NEEDED) {
+        return Ok(());
+    }
+    ensure_packages(&["rustc-web", "cargo-web", "rust-web-clippy", "rustfmt-web"])?;
+    let linked = Cmd::new("rustup")
+        .args(["toolchain", "list"])
+        .probe()
+        .is_some_and(|list| list.lines().any(|t| t.trim() == TOOLCHAIN));
+    if !linked {
+        // rustc-web installs rustc, cargo, clippy and rustfmt into /usr/bin.
+        Cmd::new("rustup")
+            .args(["toolchain", "link", TOOLCHAIN, "/usr"])
+            .run()?;
+    }
+    std::env::set_var("RUSTUP_TOOLCHAIN", TOOLCHAIN);
+    Ok(())
 }
 
 /// `$XDG_CACHE_HOME/ddl-sync`, else `~/.cache/ddl-sync`.

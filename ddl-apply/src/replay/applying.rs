@@ -14,7 +14,7 @@ pub fn applying_subscription() -> Option<pg_sys::Oid> {
     // SAFETY: reads a backend-local global and the origin catalog (missing_ok); the name is
     // NULL or a palloc'd NUL-terminated copy.
     let origin_name = unsafe {
-        let origin = pg_sys::replorigin_session_origin;
+        let origin = ddl_server::versions::session_origin();
         if origin == 0 {
             return None;
         }

@@ -222,8 +222,9 @@ fn replace(
     subscription: &Subscription,
     config: &applying::Config,
 ) -> Verdict {
-    let (settings, _) = settings::usable(event.settings, event.search_path);
-    let claims = ddl_server::guc::with_settings(&settings, || statement::claims(sql));
+    let claims = settings::usable(event.settings, event.search_path).and_then(|(settings, _)| {
+        ddl_server::guc::with_settings(&settings, || statement::claims(sql))
+    });
     let (tag, kind) = match claims {
         Ok(claims) => claims,
         Err(why) => {
@@ -305,17 +306,21 @@ fn decide_and_run(
 ) -> Replayed {
     // Names in the statement resolve, and its literals parse, as the statement will: with the
     // event's search_path and settings.
-    let (settings, setting_notes) = settings::usable(event.settings, event.search_path);
+    let refused = |reason: String| {
+        let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.kind);
+        let verdict = Verdict::new("refused", reason);
+        match claimed {
+            Some(kind) if config.kinds.contains(kind.kinds()) => Replayed::ForHere(verdict),
+            _ => Replayed::NotForHere(verdict),
+        }
+    };
+    let (settings, setting_notes) = match settings::usable(event.settings, event.search_path) {
+        Ok(usable) => usable,
+        Err(reason) => return refused(reason),
+    };
     let checked = match ddl_server::guc::with_settings(&settings, || check(event)) {
         Ok(checked) => checked,
-        Err(reason) => {
-            let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.kind);
-            let verdict = Verdict::new("refused", reason);
-            return match claimed {
-                Some(kind) if config.kinds.contains(kind.kinds()) => Replayed::ForHere(verdict),
-                _ => Replayed::NotForHere(verdict),
-            };
-        }
+        Err(reason) => return refused(reason),
     };
     if !config.kinds.contains(checked.kind.kinds()) {
         return Replayed::NotForHere(Verdict::new(

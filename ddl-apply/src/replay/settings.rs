@@ -38,28 +38,36 @@ impl<'a> Settings<'a> {
     }
 }
 
+/// The settings that decide how the statement's text itself is read: a server that does not
+/// accept the record's value would read other literals than the publisher did (19 accepts
+/// only `standard_conforming_strings = on`), so the event is refused rather than replayed.
+const READS_TEXT: [&str; 1] = ["standard_conforming_strings"];
+
+/// The settings a replay sets, as `(name, value)`, and a note for each it could not.
+pub type Usable<'a> = (Vec<(&'a str, &'a str)>, Vec<String>);
+
 /// The settings to replay the statement with: [`Settings::with_search_path`] less those this
 /// server does not accept (a table access method it lacks, a time zone it does not know), and
 /// a note for each of those, for the row: the statement then runs with this server's value.
-pub fn usable<'a>(
-    settings: Settings<'a>,
-    search_path: &'a str,
-) -> (Vec<(&'a str, &'a str)>, Vec<String>) {
+/// `Err` with the reason when one of them decides how the text reads ([`READS_TEXT`]).
+pub fn usable<'a>(settings: Settings<'a>, search_path: &'a str) -> Result<Usable<'a>, String> {
     let mut notes = Vec::new();
-    let usable = settings
-        .with_search_path(search_path)
-        .into_iter()
-        .filter(|(name, value)| {
-            let ok = ddl_server::guc::valid(name, value);
-            if !ok {
-                notes.push(format!(
-                    "{name} = '{value}' is not valid here: the statement ran with this server's"
-                ));
-            }
-            ok
-        })
-        .collect();
-    (usable, notes)
+    let mut usable = Vec::new();
+    for (name, value) in settings.with_search_path(search_path) {
+        if ddl_server::guc::valid(name, value) {
+            usable.push((name, value));
+        } else if READS_TEXT.contains(&name) {
+            return Err(format!(
+                "the statement was read with {name} = '{value}', which this server does not \
+                 accept: its literals would read differently here"
+            ));
+        } else {
+            notes.push(format!(
+                "{name} = '{value}' is not valid here: the statement ran with this server's"
+            ));
+        }
+    }
+    Ok((usable, notes))
 }
 
 /// Owned settings, for the claim of a replay.

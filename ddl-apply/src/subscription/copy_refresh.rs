@@ -75,6 +75,7 @@ pub(super) unsafe fn take(
     pstmt: *mut pg_sys::PlannedStmt,
     read_only_tree: bool,
 ) -> Option<Refresh> {
+    use ddl_server::versions::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION as REFRESH_PUBLICATION;
     use pg_sys::AlterSubscriptionType as K;
     // SAFETY: the caller's promise: a utility PlannedStmt.
     let node = unsafe { (*pstmt).utilityStmt };
@@ -87,7 +88,7 @@ pub(super) unsafe fn take(
     let (kind, options) = unsafe { ((*stmt).kind, (*stmt).options) };
     if !matches!(
         kind,
-        K::ALTER_SUBSCRIPTION_REFRESH
+        REFRESH_PUBLICATION
             | K::ALTER_SUBSCRIPTION_ADD_PUBLICATION
             | K::ALTER_SUBSCRIPTION_SET_PUBLICATION
     ) {
@@ -98,7 +99,7 @@ pub(super) unsafe fn take(
     // SAFETY: a DefElem of the statement.
     let wanted = unsafe { bool_value(def) };
     // SAFETY: as above; `refresh` (default true) is an option of ADD/SET PUBLICATION only.
-    let refreshes = kind == K::ALTER_SUBSCRIPTION_REFRESH
+    let refreshes = kind == REFRESH_PUBLICATION
         || unsafe { find(options, "refresh") }.is_none_or(|def| unsafe { bool_value(def) });
     if wanted && !refreshes {
         ereport!(

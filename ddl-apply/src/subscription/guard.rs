@@ -40,8 +40,9 @@ pub(crate) fn define_setting() {
 /// `node` is the utility statement about to run, inside a transaction.
 pub(super) unsafe fn check(node: *mut pg_sys::Node) {
     if ALLOW.get()
-        // SAFETY: backend globals, which only this backend writes.
-        || unsafe { pg_sys::replorigin_session_origin != 0 || pg_sys::creating_extension }
+        || ddl_server::versions::session_origin() != 0
+        // SAFETY: a backend global, which only this backend writes.
+        || unsafe { pg_sys::creating_extension }
     {
         return;
     }

@@ -334,7 +334,12 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
             config::forget_dropped()
         }
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
-            use pg_sys::AlterSubscriptionType::*;
+            // Named one by one: a name a new major renames must not become a catch-all binding.
+            use ddl_server::versions::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION;
+            use pg_sys::AlterSubscriptionType::{
+                ALTER_SUBSCRIPTION_ADD_PUBLICATION, ALTER_SUBSCRIPTION_DROP_PUBLICATION,
+                ALTER_SUBSCRIPTION_ENABLED, ALTER_SUBSCRIPTION_SET_PUBLICATION,
+            };
             // SAFETY: the tag says AlterSubscriptionStmt; the parser always sets `subname`.
             let (kind, name) = unsafe {
                 let stmt = node.cast::<pg_sys::AlterSubscriptionStmt>();
@@ -355,7 +360,7 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
             // Only these may add relations to pg_subscription_rel.
             if !matches!(
                 kind,
-                ALTER_SUBSCRIPTION_REFRESH
+                ALTER_SUBSCRIPTION_REFRESH_PUBLICATION
                     | ALTER_SUBSCRIPTION_SET_PUBLICATION
                     | ALTER_SUBSCRIPTION_ADD_PUBLICATION
                     | ALTER_SUBSCRIPTION_DROP_PUBLICATION

