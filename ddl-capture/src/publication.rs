@@ -120,8 +120,9 @@ pub unsafe fn take_ddl_option(
     })
 }
 
-/// Stores the option through the extension and adds `ddl_sync.events` to the publication.
-/// Runs in the hook, after the statement succeeded.
+/// Stores the option through the extension and adds `ddl_sync.events` to the publication
+/// (unless it is FOR ALL TABLES and leaves the table out, 19's EXCEPT: then it is refused
+/// below). Runs in the hook, after the statement succeeded.
 pub fn store(request: &Request) {
     let kinds = request.kinds.to_string();
     Spi::run_with_args(
@@ -134,7 +135,17 @@ pub fn store(request: &Request) {
     }
     plugin_allowed::warn_unless_listed();
     let has_events = events_in_publication(&request.publication);
-    if has_events == Some(false) {
+    let all_tables = Spi::get_one_with_args::<bool>(
+        "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
+        &[request.publication.as_str().into()],
+    )
+    .unwrap_or_else(|e| {
+        error!(
+            "ddl_sync: cannot read publication {}: {e}",
+            request.publication
+        )
+    });
+    if has_events == Some(false) && all_tables != Some(true) {
         let name = std::ffi::CString::new(request.publication.as_str()).unwrap_or_default();
         // SAFETY: a NUL-terminated string of ours; the result is it or a new string. The name
         // is UTF-8 already, and quoting adds only ASCII quotes: the result is UTF-8 too.
@@ -200,6 +211,8 @@ fn check_publication(publication: &str) {
     let problem = Spi::get_one_with_args::<String>(
         &format!("SELECT (SELECT CASE
              WHEN NOT p.pubinsert THEN 'it does not publish inserts (publish = ''insert'' is needed)'
+             WHEN NOT {PUBLISHES_EVENTS} AND p.puballtables
+                 THEN 'its FOR ALL TABLES EXCEPT leaves out ddl_sync.events'
              WHEN NOT {PUBLISHES_EVENTS}
                  THEN 'it does not contain ddl_sync.events'
              WHEN EXISTS (SELECT FROM pg_catalog.pg_publication_rel r

@@ -465,6 +465,16 @@ pub const fn syscache(id: pg_sys::SysCacheIdentifier::Type) -> std::ffi::c_int {
     id as std::ffi::c_int
 }
 
+/// Whether `DETACH PARTITION ... CONCURRENTLY` leaves on the detached table a CHECK constraint
+/// equal to its partition constraint (`DetachAddConstraintIfNeeded`): 15 to 18 add one, 19 no
+/// longer does.
+pub const DETACH_CONCURRENTLY_ADDS_CHECK: bool = cfg!(any(
+    feature = "pg15",
+    feature = "pg16",
+    feature = "pg17",
+    feature = "pg18"
+));
+
 /// The replication origin of this session's transaction (an apply worker's origin; 0,
 /// `InvalidRepOriginId`, elsewhere): 19 moved it into `replorigin_xact_state`.
 pub fn session_origin() -> u16 {
@@ -563,8 +573,10 @@ pub fn headers_unfit(built: u32, running: u32) -> Option<String> {
 /// candidate has the release's `PG_VERSION_NUM` (190000) but not always its layouts (19rc2 made
 /// `ReorderBufferChange` longer), so such a build runs only in the server it was built for.
 pub fn prerelease_unfit(built: &str, running: &str) -> Option<String> {
+    // Debian's builds say which package they are (`19rc1 (Debian 19~rc1-1)`).
+    let release = |v: &'_ str| v.split_whitespace().next().unwrap_or("").to_string();
+    let (built, running) = (release(built), release(running));
     let prerelease = built.contains("beta") || built.contains("rc") || built.contains("devel");
-    let running = running.split_whitespace().next().unwrap_or("");
     (prerelease && running != built).then(|| {
         format!(
             "it was built with the headers of PostgreSQL {built}, a pre-release, and this \
@@ -634,6 +646,10 @@ mod tests {
     #[test]
     fn a_prerelease_build_runs_only_in_its_own_server() {
         assert_eq!(prerelease_unfit("19rc1", "19rc1 (Debian 19~rc1-1)"), None);
+        assert_eq!(
+            prerelease_unfit("19rc1 (Debian 19~rc1-1)", "19rc1 (Debian 19~rc1-1)"),
+            None
+        );
         assert_eq!(prerelease_unfit("18.7", "18.8"), None);
         let later = prerelease_unfit("19rc1", "19rc2").unwrap();
         assert!(later.contains("PostgreSQL 19rc1, a pre-release"), "{later}");

@@ -2,11 +2,12 @@
 //! test says so and checks nothing): a DDL publication `FOR ALL TABLES EXCEPT` ddl_sync's own
 //! events table would carry no DDL, so it is refused like one that leaves the table out; a
 //! subscription with `ddl` through a foreign server (`CREATE SUBSCRIPTION ... SERVER`) is refused
-//! as not supported, before anything is made; `REPACK`, 19's successor of CLUSTER, stays each
-//! node's own. (A statement an older publisher read with `standard_conforming_strings = off` is
+//! as not supported, before anything is made, while one through a connection string takes
+//! 19's `REFRESH SEQUENCES` and ddl_sync's `sync_sequences` alike; `REPACK`, 19's successor of
+//! CLUSTER, stays each node's own. (A statement an older publisher read with `standard_conforming_strings = off` is
 //! cross_version.rs's.)
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, psql_verbose, query};
+use ddl_e2e::{ddl_publisher, ddl_subscriber, psql_verbose, query, wait_synchronised};
 
 #[test]
 fn nineteen_excepts_servers_and_repack_are_handled() {
@@ -28,7 +29,10 @@ fn nineteen_excepts_servers_and_repack_are_handled() {
     );
     assert!(!ok, "a DDL publication without its events was made: {said}");
     assert!(
-        said.contains("publication \"p\" replicates DDL, but it does not contain ddl_sync.events"),
+        said.contains(
+            "publication \"p\" replicates DDL, but its FOR ALL TABLES EXCEPT leaves out \
+             ddl_sync.events"
+        ),
         "{said}"
     );
     // Excepting another table is the publisher's business.
@@ -61,6 +65,35 @@ fn nineteen_excepts_servers_and_repack_are_handled() {
         query(&subscriber, "SELECT count(*) FROM pg_subscription"),
         "0"
     );
+
+    // Through a connection string it is made, and 19's sequence synchronisation (a publication
+    // FOR ALL SEQUENCES, REFRESH SEQUENCES) works beside ddl_sync.sync_sequences: whichever
+    // moves the subscriber's sequence first, it ends at the publisher's value, never past it.
+    query(
+        &publisher,
+        "CREATE SEQUENCE counter; SELECT nextval('counter') FROM generate_series(1, 5);
+         CREATE PUBLICATION seqs FOR ALL SEQUENCES;",
+    );
+    query(
+        &subscriber,
+        "CREATE TABLE t (id int PRIMARY KEY); CREATE SEQUENCE counter;",
+    );
+    query(
+        &subscriber,
+        &format!(
+            "CREATE SUBSCRIPTION s CONNECTION '{}' PUBLICATION p, seqs WITH (ddl = 'all')",
+            publisher.connstr("postgres")
+        ),
+    );
+    wait_synchronised(&subscriber, "postgres");
+    query(&subscriber, "ALTER SUBSCRIPTION s REFRESH SEQUENCES");
+    let moved = query(
+        &subscriber,
+        "SELECT coalesce(string_agg(sequence || ' ' || publisher_value, ','), '')
+           FROM ddl_sync.sync_sequences('s')",
+    );
+    assert!(moved.is_empty() || moved == "public.counter 5", "{moved}");
+    assert_eq!(query(&subscriber, "SELECT last_value FROM counter"), "5");
 
     // REPACK is not captured; the CREATE TABLE after it is.
     let counted = || {

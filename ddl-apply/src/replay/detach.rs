@@ -8,7 +8,8 @@
 //! (it commits in the middle), so the replay detaches plainly and then adds that constraint the
 //! way PostgreSQL does: same expression, same generated name, marked valid without a scan, on
 //! the table and (with one more inheritance count each) on its own partitions. Like PostgreSQL,
-//! nothing is added for a hash partition.
+//! nothing is added for a hash partition, and nothing on 19, whose concurrent form adds none
+//! (`versions::DETACH_CONCURRENTLY_ADDS_CHECK`).
 
 use ddl_server::relation_oid;
 use pgrx::list::PgList;
@@ -36,6 +37,9 @@ pub struct PendingCheck {
 /// # Safety
 /// `node` is a raw parse tree; runs in a transaction, with the event's search_path set.
 pub unsafe fn concurrent_detach(node: *mut pg_sys::Node) -> Option<PendingCheck> {
+    if !ddl_server::versions::DETACH_CONCURRENTLY_ADDS_CHECK {
+        return None;
+    }
     // SAFETY: the caller's promise: a parse tree, whose tag says which statement it is; an
     // AlterTableStmt's `cmds` are AlterTableCmds, and a DETACH's `def` its PartitionCmd.
     let partition = unsafe {

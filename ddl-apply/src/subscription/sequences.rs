@@ -7,7 +7,8 @@
 //! this function reads the publisher's current values over the subscription's connection and
 //! moves every sequence of the same name that is behind (never back). Run it just before a
 //! switchover, with writes on the publisher stopped, and the subscriber's sequences are at
-//! least the publisher's.
+//! least the publisher's. On 19, beside PostgreSQL's own sequence synchronisation, it only ever
+//! moves a sequence that is still behind.
 
 use super::publisher::Publisher;
 use pgrx::prelude::*;
