@@ -228,12 +228,7 @@ pub fn run(args: &[&str]) -> Result {
 
 /// Runs setup only when something is missing, so every other task can call it cheaply.
 pub fn ensure() -> Result {
-    let server = format!("postgresql-{}", Pg::V15.major());
-    // The newest 15 as the machine's package lists know it (see `apt_packages`).
-    let newest_server = installed_version(&server)
-        .is_some_and(|v| candidate_version(&server).is_none_or(|c| c == v));
-    if newest_server
-        && installed_version(&format!("postgresql-server-dev-{}", Pg::V15.major())).is_some()
+    if installed_version(&format!("postgresql-server-dev-{}", Pg::V15.major())).is_some()
         && installed_version("build-essential").is_some()
         && (pg() == Pg::V15 || Path::new(&pg_config()).exists())
         && cargo_pgrx_version().as_deref() == Some(PGRX_VERSION)
