@@ -254,19 +254,8 @@ fn apt_packages() -> Result {
         apt_update(&mut updated)?;
         apt_install(std::slice::from_ref(&server))?;
     }
-    // The newest minor release of 15, as a new server gets it (and as e2e's debian_package
-    // installs it into a fresh Debian root): a build runs only in servers of its headers'
-    // minor release up to the next layout change (ddl-server's `versions::headers_unfit`), so
-    // the headers, and the server beside them, follow Debian's security updates. Our clusters
-    // are temporary: none runs while setup does.
-    apt_update(&mut updated)?;
-    let mut server_version =
+    let server_version =
         installed_version(&server).ok_or_else(|| format!("{server} did not install"))?;
-    if let Some(newest) = candidate_version(&server).filter(|c| *c != server_version) {
-        println!("setup: {server} {server_version} is installed, {newest} is the newest");
-        apt_install(&[format!("{server}={newest}"), format!("{dev}={newest}")])?;
-        server_version = newest;
-    }
     println!("setup: {server} {server_version}");
     // The headers must match the server exactly: a newer candidate of server-dev would pull a
     // newer server and libpq underneath running clusters.
@@ -353,15 +342,6 @@ fn disable_main_cluster() -> Result {
         "-c",
         "echo 'create_main_cluster = false' > /etc/postgresql-common/createcluster.conf",
     ])
-}
-
-/// The version apt would install of Debian package `pkg`, `None` when it has none.
-fn candidate_version(pkg: &str) -> Option<String> {
-    let out = Cmd::new("apt-cache").args(["policy", pkg]).probe()?;
-    out.lines()
-        .find_map(|l| l.trim().strip_prefix("Candidate: "))
-        .filter(|v| *v != "(none)")
-        .map(str::to_string)
 }
 
 /// `Some(version)` when the Debian package is installed.
