@@ -530,10 +530,11 @@ pub const ALTER_SUBSCRIPTION_REFRESH_PUBLICATION: pg_sys::AlterSubscriptionType:
 
 /// Minor releases after which a structure these libraries read or fill changed its layout, by
 /// major: a build with the headers of a release before one of them must not run in a server
-/// of that release or later. The November 2026 minors (CVE-2026-6460's fix: 15.20, 16.16,
-/// 17.12, 18.7) made `ReorderBufferChange` 8 bytes longer (`tuplecid.subxid`), which
-/// `set_insert` fills.
-const LAYOUT_CHANGES: &[(u32, u32)] = &[(15, 20), (16, 16), (17, 12), (18, 7)];
+/// of that release or later. 17.12 (CVE-2026-6460's fix) made `ReorderBufferChange` 8 bytes
+/// longer, which `set_insert` fills. (15.20, 16.16 and 18.7 made the same change, after the
+/// data union these libraries read and write: whether such a change must refuse a build at all
+/// is open, see issue #27's notes.)
+const LAYOUT_CHANGES: &[(u32, u32)] = &[(17, 12)];
 
 /// Why a library built with the headers of PostgreSQL `built` (`PG_VERSION_NUM`) must not run
 /// in a server of version `running`, or `None`. PostgreSQL's magic block compares only the
@@ -625,9 +626,7 @@ mod tests {
     #[test]
     fn a_build_runs_from_its_minor_to_the_next_layout_change() {
         assert_eq!(headers_unfit(170011, 170011), None);
-        assert_eq!(headers_unfit(160016, 160020), None);
-        let subxid = headers_unfit(160015, 160016).unwrap();
-        assert!(subxid.contains("16.16 changed the layout"), "{subxid}");
+        assert_eq!(headers_unfit(160015, 160020), None);
         assert_eq!(headers_unfit(170012, 170014), None);
         let older = headers_unfit(170011, 170010).unwrap();
         assert!(
