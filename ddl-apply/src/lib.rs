@@ -94,7 +94,7 @@ extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 /// SUBSCRIPTION (see [`subscription`]).
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    ddl_server::versions::refuse_unfit_server("ddl_sync");
+    ddl_server::releases::refuse_unfit_server("ddl_sync");
     ddl_server::log::forward_tracing();
     subscription::define_setting();
     replay::define_settings();

@@ -47,7 +47,7 @@ pub use ddl_capture::replay_origin::ddl_sync_set_replay_origin;
 /// hook, and when preloaded, request the statistics' shared memory.
 #[pg_guard]
 pub extern "C-unwind" fn _PG_init() {
-    ddl_server::versions::refuse_unfit_server("ddl_pgoutput");
+    ddl_server::releases::refuse_unfit_server("ddl_pgoutput");
     ddl_capture::forward_tracing();
     // SAFETY: _PG_init runs once per process.
     unsafe {

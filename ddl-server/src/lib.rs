@@ -19,8 +19,13 @@
 //!   state that must not outlive its (sub)transaction;
 //! - [`spi`]: read-only queries that do not give the transaction an ID;
 //! - [`subscription_rel`]: which tables a subscription applies rows to;
+//! - [`roles`]: what a role may do on this node, described the same way on every node;
+//! - [`session`]: what code can leave in a session beyond its statement (advisory locks, LISTEN);
+//! - [`timeout`]: PostgreSQL's statement timeout around a stretch of our own work;
 //! - [`text`]: server strings to UTF-8 and back, converted, never reinterpreted;
-//! - [`versions`]: what differs between PostgreSQL 15 and 18, one function each;
+//! - [`versions`]: what differs between PostgreSQL 15 and 19, one function each;
+//! - [`releases`]: which servers a build may run in (major, minor release, pre-release), and the
+//!   layouts it depends on, pinned;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -34,6 +39,7 @@ pub mod log;
 pub mod object_access;
 pub mod options;
 pub mod relcache;
+pub mod releases;
 pub mod roles;
 pub mod session;
 pub mod shmem;

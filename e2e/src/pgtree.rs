@@ -28,15 +28,15 @@ use std::sync::OnceLock;
 
 /// The PostgreSQL the package is built for: `$DDL_PG_CONFIG`, else Debian's PostgreSQL 15
 /// (the default of `cargo xtask`, see xtask's `setup::pg_config`).
-fn system_pg_config() -> PathBuf {
+pub fn system_pg_config() -> PathBuf {
     std::env::var_os("DDL_PG_CONFIG")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/lib/postgresql/15/bin/pg_config"))
 }
 
-/// What `pg_config` answers to `flag` (`--bindir`), as a path; panics when it cannot tell.
-pub fn pg_config_dir(pg_config: &Path, flag: &str) -> PathBuf {
+/// What `pg_config` answers to `flag` (`--version`); panics when it cannot tell.
+pub fn pg_config_value(pg_config: &Path, flag: &str) -> String {
     let out = Command::new(pg_config)
         .arg(flag)
         .output()
@@ -46,7 +46,12 @@ pub fn pg_config_dir(pg_config: &Path, flag: &str) -> PathBuf {
         "{} {flag} failed",
         pg_config.display()
     );
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// What `pg_config` answers to `flag` (`--bindir`), as a path; panics when it cannot tell.
+pub fn pg_config_dir(pg_config: &Path, flag: &str) -> PathBuf {
+    PathBuf::from(pg_config_value(pg_config, flag))
 }
 
 /// A private copy of the system's PostgreSQL installation, without this project's files (see

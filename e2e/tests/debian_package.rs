@@ -13,7 +13,7 @@
 //! for that unmet dependency, naming it, and installs nothing. It says so in its output.
 
 use ddl_e2e::debian_root::DebianRoot;
-use ddl_e2e::pgtree::debug_deb;
+use ddl_e2e::pgtree::{debug_deb, pg_config_value, system_pg_config};
 use ddl_e2e::quickstart::{wait_for_subscriptions, Install, Quickstart};
 use ddl_e2e::readme::section_blocks;
 use ddl_e2e::{compare, query};
@@ -120,4 +120,22 @@ fn apt_installs_the_package_on_a_fresh_debian_and_the_readme_quickstart_runs() {
     wait_for_subscriptions(subscriber, &run.nodes);
     compare::assert_same_schema(publisher, subscriber);
     compare::assert_all_applied(subscriber);
+
+    // The server apt chose is the newest minor release of the machine's sources, so the build
+    // may run in a newer one than its headers: on 15, Debian's 15.20, whose
+    // ReorderBufferChange is 8 bytes longer than 15.18's (ddl_server::releases).
+    let headers = pg_config_value(&system_pg_config(), "--version");
+    let server = query(publisher, "SHOW server_version");
+    println!("debian_package: a build of {headers}'s headers replicated DDL in {server}");
+    let number = |v: &str| -> Vec<u32> {
+        v.trim_start_matches("PostgreSQL ")
+            .split(|c: char| !c.is_ascii_digit())
+            .take(2)
+            .map(|n| n.parse().unwrap_or(0))
+            .collect()
+    };
+    assert!(
+        number(&server) >= number(&headers),
+        "the server ({server}) is older than the headers ({headers}) apt's dependency names"
+    );
 }

@@ -1,7 +1,8 @@
 //! The libraries refuse a server whose minor release their headers do not fit
-//! (`ddl_server::versions::headers_unfit`): PostgreSQL's magic block compares only the major,
-//! so without this a build made with newer headers loads into an older minor release and
-//! reads its structures with the wrong layout.
+//! (`ddl_server::releases::headers_unfit`): PostgreSQL's magic block compares only the major,
+//! so without this a build made with newer headers loads into an older minor release, which
+//! may lack what those headers describe. (The other direction, a build running in a newer minor
+//! release, is e2e `debian_package` on 15: Debian's 15.20 with a build of 15.18's headers.)
 //!
 //! This build (made with the headers of the 17 under test) is copied into a private copy of an
 //! older 17's tree (`DDL_PG_OLDER_MINOR`, which `cargo xtask --pg 17 test` sets from
@@ -10,17 +11,10 @@
 //! libraries, as every other test shows. Other majors have no older minor set up: the test
 //! says so and passes.
 
+use ddl_e2e::pgtree::pg_config_value;
 use ddl_testkit::{ClusterBuilder, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn pg_config_value(pg_config: &Path, flag: &str) -> String {
-    let out = Command::new(pg_config)
-        .arg(flag)
-        .output()
-        .unwrap_or_else(|e| panic!("{} {flag}: {e}", pg_config.display()));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 fn copy(from: &Path, to: &Path) {
     let status = Command::new("cp")
