@@ -6,8 +6,8 @@
 //! `node` after it. So the libraries depend on layouts only where they must, and say where:
 //!
 //! - The fields of logical decoding's structures that they read or write are pinned below at
-//!   the offsets every known minor release of every supported major has: the build fails if a
-//!   header moves one. They never allocate those structures at their own idea of the size (the
+//!   the offsets every known minor release of their major has (a field that majors place
+//!   differently is pinned per major): the build fails if a header moves one. They never allocate those structures at their own idea of the size (the
 //!   reorder buffer allocates and frees its changes), so growth after the pinned fields, as in
 //!   November 2026, changes nothing they touch: a 15.18 build runs in 15.20 (e2e
 //!   `debian_package` does exactly that on every run of 15).
@@ -21,7 +21,7 @@ use pgrx::pg_sys;
 use std::mem::{offset_of, size_of};
 
 /// Fails the build when a header puts a field these libraries use somewhere else than every
-/// known release of 15 to 19: a minor release that moves one must go into [`LAYOUT_CHANGES`]
+/// known release of its major: a minor release that moves one must go into [`LAYOUT_CHANGES`]
 /// (builds of older headers must refuse it) before the pin is changed.
 macro_rules! pin_offsets {
     ($($ty:ident { $($($field:ident).+ : $offset:literal),+ $(,)? })*) => {
@@ -50,20 +50,31 @@ pin_offsets! {
         data.tp.oldtuple: 48,
         data.tp.newtuple: 56,
     }
-    // ddl-decode's events.rs: the (sub)transaction that wrote a record, found by its xid in the
-    // top-level transaction's list, and the origin a change inherits.
-    ReorderBufferTXN {
-        xid: 4,
-        origin_id: 64,
-        subtxns: 208,
-        node: 240,
-    }
     // ddl-decode: the plugin's memory, options and reorder buffer.
     LogicalDecodingContext {
         context: 0,
         reorder: 24,
         output_plugin_options: 224,
     }
+}
+
+// ddl-decode's events.rs: the (sub)transaction that wrote a record, found by its xid in the
+// top-level transaction's list, and the origin a change inherits. 18 added fields before
+// `node`: its place differs by major, not by minor release.
+pin_offsets! {
+    ReorderBufferTXN {
+        xid: 4,
+        origin_id: 64,
+        subtxns: 208,
+    }
+}
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pin_offsets! {
+    ReorderBufferTXN { node: 240 }
+}
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+pin_offsets! {
+    ReorderBufferTXN { node: 256 }
 }
 
 // ddl-decode's pgoutput.rs hands pgoutput's `_PG_output_plugin_init` a structure of its own to
