@@ -84,11 +84,7 @@ BEGIN
         PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
         RETURN NULL;
     END IF;
-    SELECT * INTO outcome FROM ddl_sync.replay(
-        NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
-        NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
-        NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''),
-        coalesce(NEW.role_rights, ''), NEW.bindings);
+    SELECT * INTO outcome FROM ddl_sync.replay(NEW);
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;

@@ -67,10 +67,10 @@ COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncextra IS
 -- The replicated DDL events. On a publisher it stays empty: ddl_pgoutput sends each captured
 -- statement as a synthetic INSERT on it. On a subscriber the apply worker inserts the row, a
 -- trigger replays the statement and fills the apply_* columns, and the row stays as the apply
--- log. The first sixteen columns are ddl-wire's event_columns(), in that order (a test keeps
--- them equal); tables, settings, role_rights and bindings (ddl-wire's TABLES_COLUMN,
--- SETTINGS_COLUMN, ROLE_RIGHTS_COLUMN, BINDINGS_COLUMN) came later,
--- hence last.
+-- log. Its event columns are ddl-wire's event schema (EVENT_COLUMNS), from which the plugin
+-- forms the row and the replay reads it, by name (a test keeps them equal): the NOT NULL ones
+-- first, then the subscriber's apply columns, then the nullable ones, which came later (ALTER
+-- TABLE ADD COLUMN puts a column last).
 CREATE TABLE ddl_sync.events (
     lsn               pg_lsn  NOT NULL,
     origin_sysid      bigint  NOT NULL,
@@ -98,6 +98,7 @@ CREATE TABLE ddl_sync.events (
     settings          text,
     role_rights       text,
     bindings          text,
+    capturing_sysid   bigint,
     -- A statement is named by the node where it first ran and its LSN there, so the same DDL
     -- arriving twice (two subscriptions, a cascade) is one row.
     CONSTRAINT events_pkey PRIMARY KEY (origin_sysid, origin_lsn),
@@ -139,3 +140,5 @@ COMMENT ON COLUMN ddl_sync.events.settings IS
     'the session settings that change what the statement means (DateStyle, TimeZone, ...), one name=value per line';
 COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
+COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
+    'system identifier of the node whose capture sealed the statement: its origin, or in a cascade the last node that replayed and passed it on; NULL when not known';

@@ -75,33 +75,24 @@ COMMENT ON COLUMN ddl_sync.events.bindings IS
     'what the statement bound by name where it ran (functions, operators, types, ... that are not built in), one identity per line; NULL when not known';
 COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
+ALTER TABLE ddl_sync.events ADD COLUMN capturing_sysid bigint;
+COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
+    'system identifier of the node whose capture sealed the statement: its origin, or in a cascade the last node that replayed and passed it on; NULL when not known';
 
 DROP FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, bigint, text, text);
+-- The replay reads the row as a whole, by ddl-wire's event schema (0.3.0's function of eleven
+-- arguments stays in the library, symbol replay_wrapper, for the SQL of 0.3.0).
 CREATE  FUNCTION "replay"(
-	"kind" TEXT, /* & str */
-	"dialect" TEXT, /* & str */
-	"command_tag" TEXT, /* & str */
-	"schema_name" TEXT, /* & str */
-	"object_identity" TEXT, /* & str */
-	"sql" TEXT, /* & str */
-	"search_path" TEXT, /* & str */
-	"role_name" TEXT, /* & str */
-	"origin_sysid" bigint, /* i64 */
-	"origin_lsn" TEXT, /* & str */
-	"database_name" TEXT DEFAULT '', /* & str */
-	"tables" TEXT DEFAULT '', /* & str */
-	"settings" TEXT DEFAULT '', /* & str */
-	"role_rights" TEXT DEFAULT '', /* & str */
-	"bindings" TEXT DEFAULT NULL /* Option < & str > */
+	"event" ddl_sync.events /* :: pgrx :: heap_tuple :: PgHeapTuple < '_, :: pgrx :: pgbox :: AllocatedByRust > */
 ) RETURNS TABLE (
 	"status" TEXT,  /* String */
 	"detail" TEXT,  /* Option < String > */
 	"adapter" TEXT,  /* Option < String > */
 	"seconds" double precision  /* f64 */
 )
-VOLATILE
+STRICT VOLATILE
 LANGUAGE c /* Rust */
-AS 'MODULE_PATHNAME', 'replay_wrapper';
+AS 'MODULE_PATHNAME', 'replay_row_wrapper';
 
 CREATE OR REPLACE FUNCTION ddl_sync.apply_event()
 RETURNS trigger
@@ -140,11 +131,7 @@ BEGIN
         PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
         RETURN NULL;
     END IF;
-    SELECT * INTO outcome FROM ddl_sync.replay(
-        NEW.kind, NEW.dialect, NEW.command_tag, NEW.schema_name, NEW.object_identity, NEW.sql,
-        NEW.search_path, NEW.role_name, NEW.origin_sysid, NEW.origin_lsn::text,
-        NEW.database_name, coalesce(NEW.tables, ''), coalesce(NEW.settings, ''),
-        coalesce(NEW.role_rights, ''), NEW.bindings);
+    SELECT * INTO outcome FROM ddl_sync.replay(NEW);
     NEW.apply_status := outcome.status;
     NEW.apply_detail := outcome.detail;
     NEW.apply_adapter := outcome.adapter;
@@ -154,7 +141,7 @@ BEGIN
     RETURN NEW;
 END
 $$;
-REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.replay(ddl_sync.events) FROM PUBLIC;
 
 -- A table created here is registered in the subscriptions to this node's peers (origin = none,
 -- with DDL), whose rows PostgreSQL would otherwise drop until a REFRESH PUBLICATION; see
@@ -226,7 +213,7 @@ COMMENT ON VIEW ddl_sync.schema_copy_progress IS
 REVOKE ALL ON TABLE ddl_sync.schema_copies FROM PUBLIC;
 GRANT SELECT ON TABLE ddl_sync.schema_copies, ddl_sync.schema_copy_progress TO PUBLIC;
 
--- ddl_sync.refresh_event_triggers (src/event_triggers.rs).
+-- ddl_sync.refresh_event_triggers (src/publisher/event_triggers.rs).
 CREATE  FUNCTION "refresh_event_triggers"() RETURNS void
 STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
@@ -241,7 +228,7 @@ AS 'MODULE_PATHNAME', 'refresh_event_triggers_wrapper';
 --   whose rows the capture's sql_drop trigger forgets with their functions);
 -- - the peer tables' trigger (peers.sql) is enabled while a subscription has DDL configuration
 --   (ddl_sync.subscription_ddl);
--- and each is disabled otherwise (ddl_sync.refresh_event_triggers(), src/event_triggers.rs).
+-- and each is disabled otherwise (ddl_sync.refresh_event_triggers(), src/publisher/event_triggers.rs).
 -- Every row written to those tables through SQL refreshes the states; a row deleted otherwise
 -- (the capture forgets rows as catalog rows) refreshes them once its statement ends.
 CREATE FUNCTION ddl_sync.event_triggers_follow()

@@ -7,7 +7,7 @@
 --   whose rows the capture's sql_drop trigger forgets with their functions);
 -- - the peer tables' trigger (peers.sql) is enabled while a subscription has DDL configuration
 --   (ddl_sync.subscription_ddl);
--- and each is disabled otherwise (ddl_sync.refresh_event_triggers(), src/event_triggers.rs).
+-- and each is disabled otherwise (ddl_sync.refresh_event_triggers(), src/publisher/event_triggers.rs).
 -- Every row written to those tables through SQL refreshes the states; a row deleted otherwise
 -- (the capture forgets rows as catalog rows) refreshes them once its statement ends.
 CREATE FUNCTION ddl_sync.event_triggers_follow()

@@ -47,5 +47,5 @@ REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;
 -- The replay runs only from the apply trigger (as the table's owner), and the "extension's own
 -- change" flag only from the extension's functions: neither is for other callers, in
 -- particular not for code a replayed statement runs in the apply worker.
-REVOKE ALL ON FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, int8, text, text, text, text, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.replay(ddl_sync.events) FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.set_local_change(boolean) FROM PUBLIC;

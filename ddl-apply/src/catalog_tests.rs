@@ -199,46 +199,54 @@ pub(crate) mod tests {
         );
     }
 
-    /// What the subscriber side adds after the event columns, then the optional event column
-    /// that came later.
-    const APPLY_COLUMNS: [(&str, &str); 10] = [
+    /// What the subscriber side adds after the event columns that may not be NULL.
+    const APPLY_COLUMNS: [(&str, &str); 6] = [
         ("apply_status", "text"),
         ("apply_detail", "text"),
         ("apply_adapter", "text"),
         ("applied_at", "timestamp with time zone"),
         ("apply_duration", "interval"),
         ("subid", "oid"),
-        (ddl_wire::TABLES_COLUMN, "text"),
-        (ddl_wire::SETTINGS_COLUMN, "text"),
-        (ddl_wire::ROLE_RIGHTS_COLUMN, "text"),
-        (ddl_wire::BINDINGS_COLUMN, "text"),
     ];
 
+    /// The columns of ddl-wire's event schema that may (`true`) or may not be NULL.
+    fn event_columns(nullable: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
+        ddl_wire::EVENT_COLUMNS
+            .iter()
+            .filter(move |c| c.nullable == nullable)
+            .map(|c| (c.name, c.ty.sql_name()))
+    }
+
     #[pg_test]
-    fn events_columns_are_ddl_wire_event_columns_then_the_apply_status() {
+    fn events_columns_are_the_event_schema_and_the_apply_status() {
         let columns = rows(
             "SELECT attname::text, format_type(atttypid, atttypmod) FROM pg_attribute
              WHERE attrelid = 'ddl_sync.events'::regclass AND attnum > 0 AND NOT attisdropped
              ORDER BY attnum",
         );
-        let expected: Vec<Vec<Option<String>>> = ddl_wire::event_columns()
+        // The event columns every version had, the apply status, then the event columns added
+        // since (ALTER TABLE ADD COLUMN puts them last).
+        let expected: Vec<Vec<Option<String>>> = event_columns(false)
             .chain(APPLY_COLUMNS)
+            .chain(event_columns(true))
             .map(|(name, ty)| vec![Some(name.to_owned()), Some(ty.to_owned())])
             .collect();
         assert_eq!(columns, expected);
 
-        // The event columns are never NULL (consumers refuse a NULL); the apply status may be,
-        // and `tables` (an older ddl_pgoutput does not fill it).
+        // The event columns every version had are never NULL (consumers refuse a NULL); the
+        // apply status may be, and the later event columns (an older ddl_pgoutput does not
+        // fill them).
         let nullable = rows(
             "SELECT attname::text FROM pg_attribute
              WHERE attrelid = 'ddl_sync.events'::regclass AND attnum > 0 AND NOT attnotnull
              ORDER BY attnum",
         );
-        let apply: Vec<Vec<Option<String>>> = APPLY_COLUMNS
-            .iter()
+        let expected: Vec<Vec<Option<String>>> = APPLY_COLUMNS
+            .into_iter()
+            .chain(event_columns(true))
             .map(|(name, _)| vec![Some(name.to_string())])
             .collect();
-        assert_eq!(nullable, apply);
+        assert_eq!(nullable, expected);
     }
 
     #[pg_test]

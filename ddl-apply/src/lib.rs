@@ -1,36 +1,31 @@
-//! The `ddl_sync` extension.
+//! The `ddl_sync` extension, `ddl_sync.so`: one room per job, arrows pointing down only.
 //!
-//! `CREATE EXTENSION ddl_sync` on every node creates schema `ddl_sync` with:
+//! * [`publisher`]: the publishers' configuration, `ddl_sync.publication_sync` (a
+//!   `user_catalog_table` the output plugin reads under the historic snapshot) and the SQL
+//!   functions that change it, the text forms of kinds and rules, and the capture's event
+//!   triggers (whose functions are in `ddl_pgoutput.so`);
+//! * `subscription`: CREATE/ALTER/DROP SUBSCRIPTION with `ddl`, `ddl_conflict`, `schema_mode` and
+//!   `copy_schema` (with the library preloaded), the subscription's `ddl_pgoutput` slot, strict
+//!   mode and its guard, the schema copy;
+//! * `replay`: the replay of each DDL event inside the native apply worker, called by the
+//!   `apply_event` trigger on `ddl_sync.events` (`ddl_sync.replay(NEW)`);
+//! * `subscriber`: what those two share: the applying subscription and its configuration, the
+//!   connection to its publisher, the apply-time code check;
+//! * under all of them, `privilege` (who may write the catalog, and writes as its owner) and
+//!   `local_change` (this node's own changes to node-local tables).
 //!
-//! * `ddl_sync.publication_sync`, the publishers' DDL replication configuration (a
-//!   `user_catalog_table`, read by the output plugin under the historic snapshot), with the SQL
-//!   functions that change it ([`publication_sync`]: `set_publication_ddl`, `add_schema_rule`,
-//!   `add_relation_rule`, `add_object_rule`, `set_rule_enabled`, `remove_rule`), the view
-//!   `ddl_sync.publication_ddl_config` and `ddl_sync.list_rules` that show it in words (the rows
-//!   of dropped objects are removed by the capture's `sql_drop` event trigger, in
-//!   `ddl_pgoutput.so`);
-//! * `ddl_sync.events`, the relation whose INSERTs carry DDL from publishers to subscribers;
-//! * the text forms of the configuration ([`kinds`]: `parse_ddl_kinds`, `format_ddl_kinds`,
-//!   `parse_ddl_rules`), which are ddl-filter's.
-//!
-//! The tables, view and trigger are written in SQL under `sql/`; [`privilege`] explains who may
-//! write the catalog and how. On subscribers this library replays DDL inside the native apply
-//! worker (`replay`), configured per subscription by `ddl_sync.set_subscription_ddl` or, with
-//! the library preloaded, by `CREATE/ALTER SUBSCRIPTION ... WITH (ddl = ..., ddl_conflict = ...)`
-//! ([`subscription`], which also creates the subscription's `ddl_pgoutput` slot). This crate is
-//! the extension library, `ddl_sync.so`.
+//! The tables, views and triggers are written in SQL under `sql/`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use pgrx::prelude::*;
 
-mod event_triggers;
-pub mod kinds;
 mod local_change;
 mod privilege;
-pub mod publication_sync;
+pub mod publisher;
 mod replay;
+mod subscriber;
 mod subscription;
 
 ::pgrx::pg_module_magic!(name, version);
@@ -41,7 +36,7 @@ extension_sql_file!("../sql/catalog.sql", name = "catalog", bootstrap);
 extension_sql_file!(
     "../sql/config_view.sql",
     name = "config_view",
-    requires = ["catalog", kinds::format_ddl_kinds]
+    requires = ["catalog", publisher::kinds::format_ddl_kinds]
 );
 extension_sql_file!(
     "../sql/capture.sql",
@@ -51,7 +46,7 @@ extension_sql_file!(
 extension_sql_file!(
     "../sql/apply.sql",
     name = "apply",
-    requires = ["catalog", "capture", replay::replay]
+    requires = ["catalog", "capture", replay::replay_row]
 );
 extension_sql_file!(
     "../sql/adapters.sql",
@@ -117,7 +112,7 @@ fn library_version() -> &'static str {
 #[cfg(any(test, feature = "pg_test"))]
 mod catalog_tests;
 #[cfg(any(test, feature = "pg_test"))]
-mod publication_sync_tests;
+mod contract_tests;
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) use catalog_tests::tests;
 

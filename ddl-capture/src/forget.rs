@@ -91,7 +91,7 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
 /// # Safety
 /// As [`forget`].
 unsafe fn forget_adapters(functions: &[u32]) {
-    let columns = [c"execute_function", c"init_function", c"cleanup_function"];
+    let columns = ddl_server::contract::ADAPTER_FUNCTION_COLUMNS;
     // SAFETY: the caller's promise; each tuple is the scan's current row of `rel`, which is open
     // with RowExclusiveLock, as CatalogTupleDelete needs; the columns are of type `oid`.
     unsafe {

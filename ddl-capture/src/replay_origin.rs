@@ -28,6 +28,9 @@ pub unsafe extern "C-unwind" fn ddl_sync_set_replay_origin(active: bool, sysid: 
     ORIGIN.set(active.then_some((sysid, lsn)));
 }
 
+// The type ddl_sync.so calls it as (ddl_server::contract).
+const _: ddl_server::contract::SetReplayOrigin = ddl_sync_set_replay_origin;
+
 /// An ERROR between set and clear must not leave the origin to the next transaction. A
 /// subtransaction's abort keeps it: the replay's own lookups and the `skip` policy use
 /// subtransactions while the origin holds.

@@ -289,17 +289,7 @@ pub(crate) unsafe fn scan(
     lockmode: u32,
     mut each: impl FnMut(pg_sys::Relation, pg_sys::HeapTuple, Row),
 ) -> pg_sys::Oid {
-    let columns = [
-        c"oid",
-        c"pfsyncpubid",
-        c"pfsynckind",
-        c"pfsyncnspid",
-        c"pfsyncrelid",
-        c"pfsyncobjid",
-        c"pfsyncenabled",
-        c"pfsyncddl",
-        c"pfsyncextra",
-    ];
+    let columns = ddl_server::contract::PUBLICATION_SYNC_COLUMNS;
     let read = |rel, tuple, v: &[Option<pg_sys::Datum>]| {
         let value = |i: usize| v[i].map_or(0, |d| d.value());
         let oid = |i: usize| pg_sys::Oid::from(value(i) as u32);

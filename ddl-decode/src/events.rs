@@ -8,7 +8,7 @@
 //! and a DDL-only transaction arrives as BEGIN/RELATION/INSERT/COMMIT like any other.
 
 use crate::pgoutput;
-use ddl_wire::{DdlRecord, RecordFlags};
+use ddl_wire::{DdlEvent, DdlRecord, Lsn, Value, EVENT_COLUMNS};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::prelude::*;
@@ -38,7 +38,7 @@ pub unsafe fn send(
     if relid == pg_sys::InvalidOid {
         warning!(
             "ddl_pgoutput: ddl_sync.events does not exist at {}; DDL event not sent",
-            fmt_lsn(lsn)
+            ddl_server::text::lsn(Lsn(lsn))
         );
         return false;
     }
@@ -94,8 +94,9 @@ pub unsafe fn send(
     true
 }
 
-/// The row: each column of `ddl_sync.events` that ddl-wire's event view reads, by name; the
-/// subscriber's apply-status columns stay NULL.
+/// The row: each column of `ddl_sync.events` that ddl-wire's event schema names gets the
+/// record's event value ([`DdlEvent::from_record`]), found by name; the subscriber's
+/// apply-status columns, and a column of another type than the schema's, stay NULL.
 ///
 /// # Safety
 /// `rel` is the open `ddl_sync.events`; in a transaction.
@@ -112,52 +113,32 @@ unsafe fn form_tuple(
     let natts = attrs.len();
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
-    let origin_lsn = if record.origin.original_lsn == 0 {
-        lsn
-    } else {
-        record.origin.original_lsn
-    };
+    let event = DdlEvent::from_record(record, Lsn(lsn)).values();
     for (i, attr) in attrs.iter().enumerate() {
         if attr.attisdropped {
             continue;
         }
-        let text = |s: &str| server_text(s);
         // SAFETY: a NameData is NUL-terminated.
-        let value = match unsafe { CStr::from_ptr(attr.attname.data.as_ptr()) }.to_bytes() {
-            b"lsn" => pg_sys::Datum::from(lsn),
-            b"origin_sysid" => pg_sys::Datum::from(record.origin.original_sysid as i64),
-            b"origin_lsn" => pg_sys::Datum::from(origin_lsn),
-            b"xid" => pg_sys::Datum::from(i64::from(record.xid)),
-            b"top_level" => pg_sys::Datum::from(record.flags.contains(RecordFlags::TOP_LEVEL)),
-            b"forwarded" => pg_sys::Datum::from(record.flags.contains(RecordFlags::FORWARDED)),
-            b"kind" => text(record.kind),
-            b"dialect" => text(record.dialect),
-            b"command_tag" => text(record.command_tag),
-            b"schema_name" => text(record.schema),
-            b"object_identity" => text(record.object_identity),
-            b"sql" => text(record.sql),
-            b"search_path" => text(record.search_path),
-            b"role_name" => text(record.role),
-            b"session_user_name" => text(record.session_user),
-            b"database_name" => text(record.database),
-            b"tables" => text(record.tables),
-            b"settings" => text(record.settings),
-            // Not known for a record written before version 4: NULL, not "no rights".
-            b"role_rights" if record.role_rights.is_empty() => continue,
-            b"role_rights" => text(record.role_rights),
-            // Not known for a record written before version 4: NULL, not "bound nothing".
-            b"bindings" => match record.bindings {
-                Some(bindings) => text(bindings),
-                None => continue,
-            },
-            _ => continue,
+        let name = unsafe { CStr::from_ptr(attr.attname.data.as_ptr()) }.to_bytes();
+        let Some(at) = EVENT_COLUMNS
+            .iter()
+            .position(|c| c.name.as_bytes() == name && c.ty.oid() == attr.atttypid.to_u32())
+        else {
+            continue;
         };
-        values[i] = value;
+        let Some(value) = event[at] else {
+            continue;
+        };
+        values[i] = match value {
+            Value::Bool(b) => pg_sys::Datum::from(b),
+            Value::Int8(n) => pg_sys::Datum::from(n),
+            Value::Lsn(lsn) => pg_sys::Datum::from(lsn.0),
+            Value::Text(s) => server_text(s),
+        };
         nulls[i] = false;
     }
     // SAFETY: `values` and `nulls` have an entry for each attribute of `desc`, each value of
-    // its column's type as the extension defines it; the tuple is made in the current memory
-    // context.
+    // its column's type (checked above); the tuple is made in the current memory context.
     unsafe { pg_sys::heap_form_tuple(desc, values.as_mut_ptr(), nulls.as_mut_ptr()) }
 }
 
@@ -240,9 +221,4 @@ pub unsafe fn find_txn(
         }
     }
     None
-}
-
-/// An LSN as PostgreSQL prints it.
-pub fn fmt_lsn(lsn: pg_sys::XLogRecPtr) -> String {
-    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
 }

@@ -355,7 +355,7 @@ unsafe extern "C-unwind" fn ddl_event(
             let xid = unsafe { (*txn).xid };
             warning!(
                 "ddl_pgoutput: ignoring ddl_sync message at {} in transaction {xid}: {why}",
-                events::fmt_lsn(lsn),
+                ddl_server::text::lsn(ddl_wire::Lsn(lsn)),
             );
             session::with(|s| {
                 // SAFETY: in the decoding callback's transaction.
@@ -393,7 +393,7 @@ unsafe extern "C-unwind" fn ddl_event(
         "ddl_pgoutput: sent {} {} at {}",
         record.command_tag,
         record.object_identity,
-        events::fmt_lsn(lsn)
+        ddl_server::text::lsn(ddl_wire::Lsn(lsn))
     );
     for publication in takers {
         stats::count_emitted(publication, lsn);

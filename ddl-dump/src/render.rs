@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use ddl_wire::{
     message_type_name, DdlEvent, DdlRecord, EventError, EventsRelation, Message, PreparedTxn,
-    RecordFlags, RelationBody, TupleData, TupleValue, RECORD_PREFIX,
+    RecordFlags, RelationBody, TupleData, TupleValue, Value, EVENT_COLUMNS, RECORD_PREFIX,
 };
 
 use crate::show;
@@ -64,6 +64,8 @@ pub struct Rendered {
 
 /// A field value.
 enum V<'a> {
+    /// SQL's NULL: left out of the text line, JSON's null.
+    Null,
     Num(u64),
     Lsn(u64),
     Time(i64),
@@ -516,7 +518,7 @@ fn text_line(
 
 fn text_field(out: &mut String, key: &str, value: &V<'_>) {
     match value {
-        V::Flag(false) | V::JsonOnly(_) => return,
+        V::Flag(false) | V::JsonOnly(_) | V::Null => return,
         V::TextOnly(v) => return text_field(out, key, v),
         V::Flag(true) => {
             out.push(' ');
@@ -537,6 +539,7 @@ fn text_field(out: &mut String, key: &str, value: &V<'_>) {
         V::Num(n) => {
             let _ = write!(out, "{n}");
         }
+        V::Null => {}
         V::Lsn(lsn) => out.push_str(&show::lsn(*lsn)),
         V::Time(t) => out.push_str(&show::timestamp(*t)),
         V::Name(name) => show::push_escaped(out, name.as_bytes(), false),
@@ -630,7 +633,7 @@ fn text_ddl(out: &mut String, ddl: &Ddl<'_>) {
             search_path: e.search_path,
             role: e.role,
             top_level: e.top_level,
-            forwarded: e.forwarded.then_some((e.origin_sysid, e.origin_lsn)),
+            forwarded: e.forwarded.then_some((e.origin_sysid, e.origin_lsn.0)),
         },
         Ddl::Record(r, _) => Common {
             kind: r.kind.to_owned(),
@@ -745,6 +748,7 @@ fn member<M: SerializeMap>(map: &mut M, key: &str, value: &V<'_>) -> Result<(), 
 impl Serialize for V<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
+            V::Null => serializer.serialize_none(),
             V::Num(n) => serializer.serialize_u64(*n),
             V::Lsn(lsn) => serializer.serialize_str(&show::lsn(*lsn)),
             V::Time(t) => serializer.serialize_str(&show::timestamp(*t)),
@@ -815,28 +819,22 @@ fn json_line(
 fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
     let s = |s: &'a str| V::Data(s.as_bytes());
     match ddl {
-        Ddl::Event(e) => vec![
-            ("lsn", V::Lsn(e.lsn)),
-            ("origin_sysid", V::Num(e.origin_sysid)),
-            ("origin_lsn", V::Lsn(e.origin_lsn)),
-            ("xid", V::Num(e.xid)),
-            ("top_level", V::Flag(e.top_level)),
-            ("forwarded", V::Flag(e.forwarded)),
-            ("kind", s(e.kind)),
-            ("dialect", s(e.dialect)),
-            ("command_tag", s(e.command_tag)),
-            ("schema", s(e.schema)),
-            ("object_identity", s(e.object_identity)),
-            ("sql", s(e.sql)),
-            ("search_path", s(e.search_path)),
-            ("role", s(e.role)),
-            ("session_user", s(e.session_user)),
-            ("database", s(e.database)),
-            ("tables", s(e.tables)),
-            ("settings", s(e.settings)),
-            ("role_rights", s(e.role_rights)),
-            ("bindings", s(e.bindings)),
-        ],
+        // Every column of the event schema, by its field's name: a NULL (a column an older
+        // publisher does not fill) is JSON's null.
+        Ddl::Event(e) => EVENT_COLUMNS
+            .iter()
+            .zip(e.values())
+            .map(|(column, value)| {
+                let value = match value {
+                    None => V::Null,
+                    Some(Value::Bool(b)) => V::Flag(b),
+                    Some(Value::Int8(n)) => V::Num(n as u64),
+                    Some(Value::Lsn(lsn)) => V::Lsn(lsn.0),
+                    Some(Value::Text(text)) => s(text),
+                };
+                (column.field, value)
+            })
+            .collect(),
         Ddl::Record(r, version) => vec![
             ("format_version", V::Num((*version).into())),
             (

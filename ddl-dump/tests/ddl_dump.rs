@@ -645,6 +645,11 @@ fn event_value(column: &str) -> &'static [u8] {
         "role_name" => b"app",
         "session_user_name" => b"app",
         "database_name" => b"shop",
+        "tables" => b"CREATE TABLE public.t (a integer);",
+        "settings" => b"",
+        "role_rights" => b"NOSUPERUSER",
+        "bindings" => b"",
+        "capturing_sysid" => b"7301234567890123456",
         other => panic!("no value for {other}"),
     }
 }
@@ -797,6 +802,9 @@ fn an_insert_on_ddl_sync_events_is_shown_as_its_ddl() {
         r#""role":"app""#,
         r#""session_user":"app""#,
         r#""database":"shop""#,
+        r#""tables":"CREATE TABLE public.t (a integer);""#,
+        r#""role_rights":"NOSUPERUSER""#,
+        r#""capturing_sysid":7301234567890123456"#,
     ] {
         assert!(ddl.contains(member), "{member} in {ddl}");
     }

@@ -6,6 +6,9 @@
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
 //! - [`bindings`]: what a statement bound by name, by identity, the same on every node;
+//! - [`contract`]: what the two libraries name of each other (symbols, SQL-declared functions,
+//!   the tables and columns the plugin reads), in one place;
+//! - [`event_row`]: a row of `ddl_sync.events` read as ddl-wire's event, by the event schema;
 //! - [`event_trigger`]: event trigger functions called by symbol name;
 //! - [`extension_tables`]: the extension's tables found without SPI, and the invalidation that
 //!   says their capture configuration changed;
@@ -32,6 +35,8 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bindings;
+pub mod contract;
+pub mod event_row;
 pub mod event_trigger;
 pub mod extension_tables;
 pub mod guc;

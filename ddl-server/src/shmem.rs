@@ -113,3 +113,39 @@ unsafe fn chain(
         }
     });
 }
+
+/// The key of a slot in a shared table of per-object entries (a publication's counters, a
+/// subscription's error): the object's database and OID, so that each database sees only its
+/// own objects; 0 marks a free slot.
+pub fn slot_key(object: pg_sys::Oid) -> u64 {
+    // SAFETY: a backend global, set once when the backend connects to its database.
+    let database = unsafe { pg_sys::MyDatabaseId };
+    (u64::from(u32::from(database)) << 32) | u64::from(u32::from(object))
+}
+
+/// The object of a slot's key ([`slot_key`]) when the slot is in use by this database.
+pub fn slot_object_here(key: u64) -> Option<pg_sys::Oid> {
+    (key != 0 && key >> 32 == slot_key(pg_sys::InvalidOid) >> 32)
+        .then(|| pg_sys::Oid::from(key as u32))
+}
+
+/// The slot of `keys` (each slot's key, in order) that holds `key`, else the first free one;
+/// `None` when the table is full.
+pub fn slot_for(keys: impl Iterator<Item = u64> + Clone, key: u64) -> Option<usize> {
+    keys.clone()
+        .position(|k| k == key)
+        .or_else(|| keys.into_iter().position(|k| k == 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot_for;
+
+    #[test]
+    fn a_key_finds_its_slot_else_the_first_free_one() {
+        let keys = [5u64, 0, 7, 0];
+        assert_eq!(slot_for(keys.iter().copied(), 7), Some(2));
+        assert_eq!(slot_for(keys.iter().copied(), 9), Some(1));
+        assert_eq!(slot_for([5u64, 7].iter().copied(), 9), None);
+    }
+}

@@ -75,3 +75,23 @@ pub unsafe fn server_cstring(s: &str) -> Option<std::ffi::CString> {
     };
     std::ffi::CString::new(bytes).ok()
 }
+
+/// `lsn` as this server prints a `pg_lsn` (19 pads the low half to eight digits, 15 to 18 do
+/// not), so that a message names an event as its row does.
+pub fn lsn(lsn: ddl_wire::Lsn) -> String {
+    // SAFETY: pg_lsn_out of a pg_lsn datum (passed by value) returns a palloc'd C string in
+    // the current memory context, read and then freed.
+    unsafe {
+        let Some(out) = pgrx::fcinfo::direct_function_call_as_datum(
+            pg_sys::pg_lsn_out,
+            &[Some(pg_sys::Datum::from(lsn.0))],
+        ) else {
+            return lsn.to_string();
+        };
+        let text = CStr::from_ptr(out.cast_mut_ptr::<c_char>())
+            .to_string_lossy()
+            .into_owned();
+        pg_sys::pfree(out.cast_mut_ptr());
+        text
+    }
+}

@@ -113,8 +113,8 @@ pub use crate::{
     delete::{write_delete, DeleteBody},
     error::{Error, ErrorKind},
     event::{
-        event_columns, DdlEvent, EventError, EventErrorKind, EventsRelation, BINDINGS_COLUMN,
-        EVENTS_SCHEMA, EVENTS_TABLE, ROLE_RIGHTS_COLUMN, SETTINGS_COLUMN, TABLES_COLUMN,
+        event_columns, DdlEvent, EventColumn, EventError, EventErrorKind, EventsRelation, Lsn,
+        SqlType, Value, EVENTS_SCHEMA, EVENTS_TABLE, EVENT_COLUMNS,
     },
     framed::{write_frame, FramedReader},
     insert::{write_insert, InsertBody},

@@ -225,7 +225,7 @@ fn messages_out_of_order_never_panic_the_decoder() {
 
 use common::{Col, Val};
 use ddl_wire::{
-    event_columns, DdlEvent, DdlRecord, EventsRelation, RecordErrorKind, RecordFlags, RecordOrigin,
+    event_columns, DdlRecord, EventsRelation, RecordErrorKind, RecordFlags, RecordOrigin, Value,
     RECORD_FORMAT_VERSION,
 };
 
@@ -498,35 +498,11 @@ fn check_event(relation: &[u8], insert: &[u8], ctx: &ProtocolContext) -> Option<
     };
     match events.event(&row) {
         Ok(event) => {
-            let DdlEvent {
-                kind,
-                dialect,
-                command_tag,
-                schema,
-                object_identity,
-                sql,
-                search_path,
-                role,
-                session_user,
-                database,
-                tables,
-                settings,
-                ..
-            } = event;
-            for s in [
-                kind,
-                dialect,
-                command_tag,
-                schema,
-                object_identity,
-                sql,
-                search_path,
-                role,
-                session_user,
-                database,
-                tables,
-                settings,
-            ] {
+            // Every text the event holds, required or not.
+            for s in event.values().into_iter().filter_map(|v| match v {
+                Some(Value::Text(s)) => Some(s),
+                _ => None,
+            }) {
                 assert!(
                     borrowed_from(s, insert),
                     "event strings borrow from the Insert"

@@ -1238,8 +1238,7 @@ fn privileges(a: &mut Arena, out: &mut Vec<Outcome>) {
         },
     );
     let key = key_path.display().to_string();
-    let replay = "SELECT * FROM ddl_sync.replay(NULL::text, NULL::text, NULL::text, NULL::text, \
-                  NULL::text, NULL::text, NULL::text, NULL::text, NULL::int8, NULL::text, NULL::text)";
+    let replay = "SELECT * FROM ddl_sync.replay(NULL::ddl_sync.events)";
     // (on the subscriber, what for, the statement)
     let cases = [
         (

@@ -156,9 +156,9 @@ impl Ddl {
             search_path: e.search_path.into(),
             role: e.role.into(),
             session_user: e.session_user.into(),
-            settings: e.settings.into(),
+            settings: e.settings.unwrap_or("").into(),
             xid: e.xid,
-            lsn: e.lsn,
+            lsn: e.lsn.0,
         }
     }
 }

@@ -53,6 +53,11 @@ fn ddl_from_a_reaches_c_through_b_with_its_original_key() {
     assert!(on_b.ends_with(" applied"), "B: {on_b}");
     assert_eq!(key(&c), on_b, "C keys the event as B does");
     assert_eq!(query(&c, "SELECT forwarded FROM ddl_sync.events"), "t");
+    // Each hop's row names the node whose capture sealed the statement: A's own on B, and on
+    // C the node that replayed it and passed it on, B.
+    let captured_by = |node: &Cluster| query(node, "SELECT capturing_sysid FROM ddl_sync.events");
+    assert_eq!(captured_by(&b), sysid(&a));
+    assert_eq!(captured_by(&c), sysid(&b));
 }
 
 #[test]

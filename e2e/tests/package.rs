@@ -217,6 +217,19 @@ fn the_extension_updates_from_every_released_version_to_a_fresh_install() {
         );
         let extversion = "SELECT extversion FROM pg_extension WHERE extname = 'ddl_sync'";
         assert_eq!(psql_in(&pg, &db, extversion), *version);
+        // Until the update, the old version's SQL calls into this library: its replay of
+        // eleven arguments is served (here refused, as outside an apply worker).
+        assert_eq!(
+            psql_in(
+                &pg,
+                &db,
+                "SELECT status || ': ' || detail FROM ddl_sync.replay('table', 'postgres', \
+                 'CREATE TABLE', 'public', 'public.t', 'CREATE TABLE t ()', 'public', \
+                 current_user, 42, '0/1', current_database())"
+            ),
+            "refused: not running in a subscription's apply worker",
+            "{version}'s replay"
+        );
         psql_in(&pg, &db, "ALTER EXTENSION ddl_sync UPDATE");
         assert_eq!(psql_in(&pg, &db, extversion), current);
 

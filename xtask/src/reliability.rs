@@ -515,7 +515,7 @@ fn contention_section(
     ));
     out.push_str(
         "While a statement is replayed, the apply worker reports it as its running query \
-         (`pgstat_report_activity`, ddl-apply's `replay/activity.rs`): \
+         (`pgstat_report_activity`, ddl-apply's `subscriber/activity.rs`): \
          `pg_stat_activity.query` is `/* ddl_sync replay <origin system identifier> \
          <origin LSN> */ <statement>`, next to PostgreSQL's own `wait_event` and \
          `pg_blocking_pids()`. A query to see it:\n\n\

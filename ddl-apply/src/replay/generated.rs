@@ -15,8 +15,8 @@
 //! Asking costs a connection to the publisher, made only for such statements (a table with
 //! stored generated columns is rare, and a column made plain is not asked about again).
 
-use crate::replay::applying::Subscription;
-use crate::subscription::publisher::{literal, Publisher};
+use crate::subscriber::applying::Subscription;
+use crate::subscriber::connection::{literal, Publisher};
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 

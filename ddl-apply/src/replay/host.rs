@@ -432,23 +432,12 @@ fn run_parsed(parsed: &statement::Parsed, text: &CStr, sql: &str, settings: &[(&
 /// being replayed first ran, or that none is (`None`). A function of that library, not a
 /// setting: nothing a replayed statement runs can change it.
 pub fn set_replay_origin(origin: Option<(i64, u64)>) {
-    type Setter = unsafe extern "C-unwind" fn(bool, u64, u64);
-    // SAFETY: looks up a function the library exports with this signature (ddl-capture's
-    // replay_origin.rs); the library is installed with ddl_sync and loaded once per process.
-    unsafe {
-        let f = pg_sys::load_external_function(
-            c"$libdir/ddl_pgoutput".as_ptr(),
-            c"ddl_sync_set_replay_origin".as_ptr(),
-            false,
-            std::ptr::null_mut(),
-        );
-        if f.is_null() {
-            return;
-        }
-        let setter: Setter = std::mem::transmute::<*mut std::ffi::c_void, Setter>(f);
-        let (sysid, lsn) = origin.unwrap_or_default();
-        setter(origin.is_some(), sysid as u64, lsn);
-    }
+    let Some(setter) = ddl_server::contract::set_replay_origin() else {
+        return;
+    };
+    let (sysid, lsn) = origin.unwrap_or_default();
+    // SAFETY: the plugin library's function of that type, in the replay's transaction.
+    unsafe { setter(origin.is_some(), sysid as u64, lsn) };
 }
 
 #[cfg(any(test, feature = "pg_test"))]

@@ -9,15 +9,11 @@
 //! and the subscription owner may become it), through the adapter of its SQL dialect, and every
 //! setting is restored after, also on error.
 
-pub(crate) mod activity;
 #[cfg(any(test, feature = "pg_test"))]
 mod adapter_tests;
 mod adapters;
-pub(crate) mod apply_code;
-pub(crate) mod applying;
 mod bound;
 mod c_abi;
-mod caller_rights;
 pub(crate) mod created;
 mod detach;
 mod generated;
@@ -32,10 +28,11 @@ pub(crate) mod stats;
 mod tables;
 mod tablespace;
 
-use crate::replay::applying::{Conflict, Subscription};
 use crate::replay::host::ServerHost;
 use crate::replay::resolution::Resolution;
 use crate::replay::statement::Checked;
+use crate::subscriber::applying::{self, Conflict, Subscription};
+use crate::subscriber::{activity, apply_code};
 use ddl_adapter::{Adapter, Context, Failure, Outcome};
 use ddl_filter::{DdlCandidate, DdlKind};
 use pgrx::prelude::*;
@@ -68,9 +65,42 @@ impl Verdict {
     }
 }
 
-/// Replays one DDL event; returns (status, detail, adapter, seconds) for its row.
-#[allow(clippy::too_many_arguments)] // one argument per events column it reads
-#[pg_extern(volatile)]
+/// What `ddl_sync.replay` returns for the row: (status, detail, adapter, seconds). (pg_extern
+/// reads the column names from the spelled-out tuple, so the two functions spell it out.)
+type RowVerdict = TableIterator<'static, (String, Option<String>, Option<String>, f64)>;
+
+/// Replays one DDL event: the row of `ddl_sync.events` the apply trigger is inserting
+/// (`ddl_sync.replay(NEW)`), read through ddl-wire's event schema.
+#[pg_extern(volatile, name = "replay")]
+fn replay_row(
+    event: pgrx::composite_type!("ddl_sync.events"),
+) -> TableIterator<
+    'static,
+    (
+        name!(status, String),
+        name!(detail, Option<String>),
+        name!(adapter, Option<String>),
+        name!(seconds, f64),
+    ),
+> {
+    let started = Instant::now();
+    // SAFETY: pgrx made `event` from the row the trigger passed, a composite datum of
+    // ddl_sync.events' row type; in the trigger's transaction.
+    let row = unsafe { ddl_server::event_row::EventRow::read(event.into_pg()) };
+    let verdict = match row.as_ref().map(|row| row.event()) {
+        Ok(Ok(event)) => replay_event(&Event::new(event)),
+        Ok(Err(e)) => Verdict::new("refused", format!("not a DDL event: {e}")),
+        Err(why) => Verdict::new("refused", format!("not a DDL event: {why}")),
+    };
+    outcome(verdict, started)
+}
+
+/// The replay as extension 0.3.0's SQL calls it (`ddl_sync.replay` of eleven arguments, C
+/// symbol `replay_wrapper`), until `ALTER EXTENSION ddl_sync UPDATE` replaces it with
+/// [`replay_row`]: a library must serve the SQL objects of the version before it. Such a
+/// table has none of the columns added since.
+#[allow(clippy::too_many_arguments)] // 0.3.0's arguments
+#[pg_extern(sql = false, volatile)]
 fn replay(
     kind: &str,
     dialect: &str,
@@ -82,11 +112,7 @@ fn replay(
     role_name: &str,
     origin_sysid: i64,
     origin_lsn: &str,
-    database_name: default!(&str, "''"),
-    tables: default!(&str, "''"),
-    settings: default!(&str, "''"),
-    role_rights: default!(&str, "''"),
-    bindings: default!(Option<&str>, "NULL"),
+    database_name: &str,
 ) -> TableIterator<
     'static,
     (
@@ -97,24 +123,40 @@ fn replay(
     ),
 > {
     let started = Instant::now();
-    let event = Event {
+    let Some(origin_lsn) = ddl_wire::Lsn::parse(origin_lsn.as_bytes()) else {
+        let why = format!("origin LSN \"{origin_lsn}\" is not an LSN");
+        return outcome(
+            Verdict::new("refused", format!("not a DDL event: {why}")),
+            started,
+        );
+    };
+    let event = ddl_wire::DdlEvent {
+        lsn: ddl_wire::Lsn(0),
+        origin_sysid: origin_sysid as u64,
+        origin_lsn,
+        xid: 0,
+        top_level: true,
+        forwarded: false,
         kind,
         dialect,
         command_tag,
-        schema_name,
+        schema: schema_name,
         object_identity,
         sql,
         search_path,
-        role_name,
-        database_name,
-        origin_sysid,
-        origin_lsn,
-        tables,
-        settings: settings::parse(settings),
-        role_rights,
-        bindings,
+        role: role_name,
+        session_user: role_name,
+        database: database_name,
+        tables: None,
+        settings: None,
+        role_rights: None,
+        bindings: None,
+        capturing_sysid: None,
     };
-    let verdict = replay_event(&event);
+    outcome(replay_event(&Event::new(event)), started)
+}
+
+fn outcome(verdict: Verdict, started: Instant) -> RowVerdict {
     TableIterator::once((
         verdict.status.to_string(),
         verdict.detail,
@@ -123,47 +165,40 @@ fn replay(
     ))
 }
 
-/// The columns of an events row that replay reads.
+/// An event being replayed: the row, and the settings it names, parsed.
 #[derive(Clone, Copy)]
 struct Event<'a> {
-    kind: &'a str,
-    dialect: &'a str,
-    command_tag: &'a str,
-    schema_name: &'a str,
-    object_identity: &'a str,
-    sql: &'a str,
-    search_path: &'a str,
-    role_name: &'a str,
-    /// The database the statement ran in on its origin node.
-    database_name: &'a str,
-    /// The system identifier of the node where the statement first ran, and its LSN there
-    /// (as PostgreSQL prints an LSN): the event's key.
-    origin_sysid: i64,
-    origin_lsn: &'a str,
-    /// The tables the statement left on the publisher (see [`tables`]).
-    tables: &'a str,
+    row: ddl_wire::DdlEvent<'a>,
     /// The session settings that change what the statement means (see [`settings`]).
     settings: settings::Settings<'a>,
-    /// What its role could do on the publisher (`ddl_wire::describe_role_rights`); empty when
-    /// not known.
-    role_rights: &'a str,
-    /// What it bound by name on the publisher (`ddl_wire::encode_bindings`, see `bound.rs`);
-    /// `None` when not known.
-    bindings: Option<&'a str>,
 }
 
-impl Event<'_> {
-    /// `<system identifier> <LSN>`, for messages.
-    fn origin(&self) -> String {
-        format!("{} {}", self.origin_sysid, self.origin_lsn)
+impl<'a> Event<'a> {
+    fn new(row: ddl_wire::DdlEvent<'a>) -> Event<'a> {
+        Event {
+            settings: settings::parse(row.settings.unwrap_or("")),
+            row,
+        }
     }
 
-    /// The origin as numbers; `None` for an LSN that is not `X/Y`.
-    fn origin_key(&self) -> Option<(i64, u64)> {
-        let (hi, lo) = self.origin_lsn.split_once('/')?;
-        let lsn = (u64::from(u32::from_str_radix(hi, 16).ok()?) << 32)
-            | u64::from(u32::from_str_radix(lo, 16).ok()?);
-        Some((self.origin_sysid, lsn))
+    /// The tables the statement left on the publisher (see [`tables`]); empty when none or
+    /// not known.
+    fn tables(&self) -> &'a str {
+        self.row.tables.unwrap_or("")
+    }
+
+    /// `<system identifier> <LSN>`, for messages: the event's key.
+    fn origin(&self) -> String {
+        format!(
+            "{} {}",
+            self.row.origin_sysid as i64,
+            ddl_server::text::lsn(self.row.origin_lsn)
+        )
+    }
+
+    /// The origin as numbers.
+    fn origin_key(&self) -> (i64, u64) {
+        (self.row.origin_sysid as i64, self.row.origin_lsn.0)
     }
 }
 
@@ -184,16 +219,20 @@ fn replay_event(event: &Event<'_>) -> Verdict {
     };
     // The capture (when this node publishes DDL too) records the statement as forwarded, with
     // the origin it came from, so the next node of a cascade keys it the same way.
-    host::set_replay_origin(event.origin_key());
-    let activity = activity::Activity::report(&event.origin(), event.sql);
-    let decision = resolution::take(subscription.oid, event.origin_sysid, event.origin_lsn);
+    host::set_replay_origin(Some(event.origin_key()));
+    let activity = activity::Activity::report(&event.origin(), event.row.sql);
+    let decision = resolution::take(
+        subscription.oid,
+        event.row.origin_sysid,
+        event.row.origin_lsn,
+    );
     let verdict = match decision {
         None => check_and_run(event, &subscription, &config),
         Some(Resolution::Skip { note }) => {
             let mut verdict = Verdict::new("skipped", format!("skipped {note}"));
-            let owner = host::replay_role(event.role_name, config.fallback_role.as_deref());
+            let owner = host::replay_role(event.row.role, config.fallback_role.as_deref());
             verdict.add_notes(tables::make_missing(
-                event.tables,
+                event.tables(),
                 owner.as_deref(),
                 &subscription,
             ));
@@ -204,9 +243,7 @@ fn replay_event(event: &Event<'_>) -> Verdict {
         }
     };
     drop(activity);
-    if let Some(origin) = event.origin_key() {
-        stats::passed(subscription.oid, origin);
-    }
+    stats::passed(subscription.oid, event.origin_key());
     host::set_replay_origin(None);
     log_verdict(event, &subscription, &verdict);
     verdict
@@ -222,9 +259,10 @@ fn replace(
     subscription: &Subscription,
     config: &applying::Config,
 ) -> Verdict {
-    let claims = settings::usable(event.settings, event.search_path).and_then(|(settings, _)| {
-        ddl_server::guc::with_settings(&settings, || statement::claims(sql))
-    });
+    let claims =
+        settings::usable(event.settings, event.row.search_path).and_then(|(settings, _)| {
+            ddl_server::guc::with_settings(&settings, || statement::claims(sql))
+        });
     let (tag, kind) = match claims {
         Ok(claims) => claims,
         Err(why) => {
@@ -235,11 +273,14 @@ fn replace(
         }
     };
     let replacement = Event {
-        sql,
-        command_tag: &tag,
-        kind,
-        dialect: "postgres",
-        ..*event
+        row: ddl_wire::DdlEvent {
+            sql,
+            command_tag: &tag,
+            kind,
+            dialect: "postgres",
+            ..event.row
+        },
+        settings: event.settings,
     };
     let mut verdict = check_and_run(&replacement, subscription, config);
     let replaced = format!("replaced {note} by \"{sql}\"");
@@ -258,8 +299,8 @@ fn log_verdict(event: &Event<'_>, subscription: &Subscription, verdict: &Verdict
     let what = format!(
         "subscription \"{}\": {} {} (origin {})",
         subscription.name,
-        event.command_tag,
-        event.object_identity,
+        event.row.command_tag,
+        event.row.object_identity,
         event.origin()
     );
     let detail = verdict.detail.as_deref().unwrap_or("");
@@ -280,9 +321,9 @@ fn check_and_run(
         Replayed::ForHere(mut verdict) => {
             // Whatever became of the statement, rows of the tables it left on the publisher
             // follow it.
-            let owner = host::replay_role(event.role_name, config.fallback_role.as_deref());
+            let owner = host::replay_role(event.row.role, config.fallback_role.as_deref());
             verdict.add_notes(tables::make_missing(
-                event.tables,
+                event.tables(),
                 owner.as_deref(),
                 subscription,
             ));
@@ -307,14 +348,14 @@ fn decide_and_run(
     // Names in the statement resolve, and its literals parse, as the statement will: with the
     // event's search_path and settings.
     let refused = |reason: String| {
-        let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.kind);
+        let claimed = DdlKind::ALL.iter().find(|k| k.token() == event.row.kind);
         let verdict = Verdict::new("refused", reason);
         match claimed {
             Some(kind) if config.kinds.contains(kind.kinds()) => Replayed::ForHere(verdict),
             _ => Replayed::NotForHere(verdict),
         }
     };
-    let (settings, setting_notes) = match settings::usable(event.settings, event.search_path) {
+    let (settings, setting_notes) = match settings::usable(event.settings, event.row.search_path) {
         Ok(usable) => usable,
         Err(reason) => return refused(reason),
     };
@@ -337,13 +378,13 @@ fn decide_and_run(
     // record says it changed on the publisher: the two differ when the search_path finds
     // another schema first on this node.
     if let Some(here) = &checked.schema {
-        if !event.schema_name.is_empty() && here != event.schema_name {
+        if !event.row.schema.is_empty() && here != event.row.schema {
             return Replayed::ForHere(Verdict::new(
                 "refused",
                 format!(
                     "the statement's relation is in schema \"{here}\" here but was in \"{}\" on \
                      the publisher (search_path {})",
-                    event.schema_name, event.search_path
+                    event.row.schema, event.row.search_path
                 ),
             ));
         }
@@ -354,9 +395,9 @@ fn decide_and_run(
         schema: checked
             .schema
             .as_deref()
-            .or((!event.schema_name.is_empty()).then_some(event.schema_name)),
-        identity: (!event.object_identity.is_empty()).then_some(event.object_identity),
-        sql: event.sql,
+            .or((!event.row.schema.is_empty()).then_some(event.row.schema)),
+        identity: (!event.row.object_identity.is_empty()).then_some(event.row.object_identity),
+        sql: event.row.sql,
     };
     if !config.rules.decide(&candidate).replicate() {
         return Replayed::NotForHere(Verdict::new(
@@ -364,11 +405,11 @@ fn decide_and_run(
             "excluded by the subscription's rules",
         ));
     }
-    let registry = adapters::registry(event.dialect);
-    let Some(adapter) = registry.get(event.dialect) else {
+    let registry = adapters::registry(event.row.dialect);
+    let Some(adapter) = registry.get(event.row.dialect) else {
         return Replayed::ForHere(Verdict::new(
             "refused",
-            format!("no adapter for SQL dialect \"{}\"", event.dialect),
+            format!("no adapter for SQL dialect \"{}\"", event.row.dialect),
         ));
     };
     let (mut verdict, created) = created::watching(|| {
@@ -400,7 +441,7 @@ fn decide_and_run(
             verdict.add_notes(Some(note));
         }
         let table = if checked.creates_table() {
-            applying::relation_named(event.object_identity)
+            applying::relation_named(event.row.object_identity)
         } else {
             checked.altered
         };
@@ -418,23 +459,23 @@ fn decide_and_run(
 /// as resolved here included: so no claim of a dialect skips the checks a `postgres` event
 /// gets.
 fn check(event: &Event<'_>) -> Result<Checked, String> {
-    if event.dialect.eq_ignore_ascii_case("postgres") {
-        return statement::check(event.sql, event.command_tag, event.kind);
+    if event.row.dialect.eq_ignore_ascii_case("postgres") {
+        return statement::check(event.row.sql, event.row.command_tag, event.row.kind);
     }
     let kind = DdlKind::ALL
         .iter()
         .copied()
-        .find(|k| k.token() == event.kind)
+        .find(|k| k.token() == event.row.kind)
         .ok_or_else(|| {
             format!(
                 "the row claims kind \"{}\", which is not a DDL kind",
-                event.kind
+                event.row.kind
             )
         })?;
     Ok(Checked {
-        tag: event.command_tag.to_string(),
+        tag: event.row.command_tag.to_string(),
         kind,
-        schema: (!event.schema_name.is_empty()).then(|| event.schema_name.to_string()),
+        schema: (!event.row.schema.is_empty()).then(|| event.row.schema.to_string()),
         altered: None,
     })
 }
@@ -455,23 +496,27 @@ fn run(
     fallback: Option<&str>,
     subscription: pg_sys::Oid,
 ) -> Verdict {
-    let published = match event.bindings.map(ddl_wire::parse_bindings).transpose() {
+    let published = match event.row.bindings.map(ddl_wire::parse_bindings).transpose() {
         Ok(published) => published,
         Err(e) => return Verdict::new("refused", format!("the event's record is damaged: {e}")),
     };
     let mut host = ServerHost::new(checked, settings::owned(settings), published);
     let mut ctx = Context {
-        dialect: event.dialect.to_string(),
-        database: event.database_name.to_string(),
-        search_path: event.search_path.to_string(),
-        role: event.role_name.to_string(),
+        dialect: event.row.dialect.to_string(),
+        database: event.row.database.to_string(),
+        search_path: event.row.search_path.to_string(),
+        role: event.row.role.to_string(),
         ..Context::default()
     };
-    let role_note = match host.enter_role(&mut ctx, event.role_name, event.role_rights) {
+    let role_note = match host.enter_role(
+        &mut ctx,
+        event.row.role,
+        event.row.role_rights.unwrap_or(""),
+    ) {
         Ok(()) => None,
         Err(reason) => match fallback {
-            Some(fallback) if !host::role_exists(event.role_name) => {
-                match host.enter_fallback(&mut ctx, event.role_name, fallback) {
+            Some(fallback) if !host::role_exists(event.row.role) => {
+                match host.enter_fallback(&mut ctx, event.row.role, fallback) {
                     Ok(note) => Some(note),
                     Err(reason) => return Verdict::new("refused", reason),
                 }
@@ -483,14 +528,14 @@ fn run(
         limits::bounded(|| {
             let mut outcome = adapter.init_context(&mut ctx, &mut host);
             if outcome.is_success() {
-                outcome = adapter.execute_ddl(&mut ctx, &mut host, event.sql);
+                outcome = adapter.execute_ddl(&mut ctx, &mut host, event.row.sql);
             }
             outcome.and(adapter.cleanup_context(&mut ctx, &mut host))
         })
     };
     let failed = stats::Failed {
-        origin: event.origin_key().unwrap_or_default(),
-        sql: event.sql,
+        origin: event.origin_key(),
+        sql: event.row.sql,
     };
     let started = std::time::Instant::now();
     let outcome = match conflict {

@@ -16,7 +16,7 @@
 //! transaction fails again for another reason.
 
 use crate::replay::stats;
-use crate::subscription::config::subscription_oid;
+use crate::subscriber::config::subscription_oid;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -28,11 +28,11 @@ pub enum Resolution {
     Replace { sql: String, note: String },
 }
 
-/// The decision stored for the event of subscription `subid` with origin `(sysid, lsn)` (`lsn`
-/// as PostgreSQL prints it), deleted as it is read. `None` when there is none (or the
+/// The decision stored for the event of subscription `subid` with origin `(sysid, lsn)`,
+/// deleted as it is read. `None` when there is none (or the
 /// extension's SQL objects predate decisions). Costs no query unless `resolve_event` was used
 /// for the subscription since the server started.
-pub fn take(subid: pg_sys::Oid, sysid: i64, lsn: &str) -> Option<Resolution> {
+pub fn take(subid: pg_sys::Oid, sysid: u64, lsn: ddl_wire::Lsn) -> Option<Resolution> {
     if !stats::resolving(subid) {
         return None;
     }
@@ -52,7 +52,8 @@ pub fn take(subid: pg_sys::Oid, sysid: i64, lsn: &str) -> Option<Resolution> {
                   WHERE subid = $1 AND origin_sysid = $2 AND origin_lsn = $3::pg_catalog.pg_lsn
               RETURNING action, sql, resolved_by::text, resolved_at::text",
                 None,
-                &[subid.into(), sysid.into(), lsn.into()],
+                // pg_lsn from its text, which every major reads in either of their forms.
+                &[subid.into(), (sysid as i64).into(), lsn.to_string().into()],
             )
             .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.event_resolution: {e}"));
         let row = rows.first();

@@ -14,7 +14,7 @@
 //! only in the server log. They are kept until the server stops or
 //! `ddl_sync.reset_subscription_stats` clears them.
 
-use crate::subscription::config::subscription_oid;
+use crate::subscriber::config::subscription_oid;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock};
 
@@ -89,13 +89,8 @@ fn available() -> bool {
     ddl_server::shmem::available()
 }
 
-fn database() -> u64 {
-    // SAFETY: a backend global, set once when the backend connects to its database.
-    u64::from(u32::from(unsafe { pg_sys::MyDatabaseId }))
-}
-
 fn key(subscription: pg_sys::Oid) -> u64 {
-    (database() << 32) | u64::from(u32::from(subscription))
+    ddl_server::shmem::slot_key(subscription)
 }
 
 /// The event whose replay failed: its origin and statement.
@@ -131,12 +126,8 @@ pub fn record(subscription: pg_sys::Oid, event: &Failed<'_>, message: &str) {
     // SAFETY: reads the clock.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };
     let mut errors = ERRORS.exclusive();
-    let at = match errors.slots.iter().position(|s| s.key == key) {
-        Some(at) => at,
-        None => match errors.slots.iter().position(|s| s.key == 0) {
-            Some(at) => at,
-            None => return, // full: the server log still has it
-        },
+    let Some(at) = ddl_server::shmem::slot_for(errors.slots.iter().map(|s| s.key), key) else {
+        return; // full: the server log still has it
     };
     let slot = &mut errors.slots[at];
     slot.key = key;
@@ -228,14 +219,9 @@ pub fn failing(subscription: pg_sys::Oid) -> Option<Failing> {
         .find(|s| s.key == key && s.origin != (0, 0))?;
     Some(Failing {
         origin_sysid: slot.origin.0,
-        origin_lsn: lsn_text(slot.origin.1),
+        origin_lsn: ddl_server::text::lsn(ddl_wire::Lsn(slot.origin.1)),
         sql: String::from_utf8_lossy(&slot.sql[..slot.sql_len]).into_owned(),
     })
-}
-
-/// An LSN as PostgreSQL prints it.
-fn lsn_text(lsn: u64) -> String {
-    format!("{:X}/{:X}", lsn >> 32, lsn as u32)
 }
 
 /// Forgets the errors of `subscription` (every subscription of this database when `None`).
@@ -247,7 +233,7 @@ pub fn forget(subscription: Option<pg_sys::Oid>) {
     for slot in errors.slots.iter_mut() {
         let wanted = match subscription {
             Some(s) => slot.key == key(s),
-            None => slot.key != 0 && slot.key >> 32 == database(),
+            None => ddl_server::shmem::slot_object_here(slot.key).is_some(),
         };
         if wanted {
             slot.key = 0;
@@ -277,11 +263,11 @@ fn subscription_errors() -> TableIterator<
     if available() {
         let errors = ERRORS.share();
         for slot in errors.slots.iter() {
-            if slot.key == 0 || slot.key >> 32 != database() {
+            let Some(subid) = ddl_server::shmem::slot_object_here(slot.key) else {
                 continue;
-            }
+            };
             rows.push((
-                pg_sys::Oid::from(slot.key as u32),
+                subid,
                 slot.count as i64,
                 String::from_utf8_lossy(&slot.message[..slot.len]).into_owned(),
                 TimestampWithTimeZone::try_from(slot.at).ok(),
@@ -313,13 +299,16 @@ fn failing_event_list() -> TableIterator<
     if available() {
         let errors = ERRORS.share();
         for slot in errors.slots.iter() {
-            if slot.key == 0 || slot.key >> 32 != database() || slot.origin == (0, 0) {
+            let Some(subid) = ddl_server::shmem::slot_object_here(slot.key) else {
+                continue;
+            };
+            if slot.origin == (0, 0) {
                 continue;
             }
             rows.push((
-                pg_sys::Oid::from(slot.key as u32),
+                subid,
                 slot.origin.0,
-                lsn_text(slot.origin.1),
+                ddl_server::text::lsn(ddl_wire::Lsn(slot.origin.1)),
                 String::from_utf8_lossy(&slot.sql[..slot.sql_len]).into_owned(),
                 String::from_utf8_lossy(&slot.message[..slot.len]).into_owned(),
                 TimestampWithTimeZone::try_from(slot.at).ok(),

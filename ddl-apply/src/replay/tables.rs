@@ -19,7 +19,7 @@
 //! definitions, of permanent tables outside the system schemas, or nothing is made. A type
 //! missing here becomes `text` (rows travel as text, which it takes whatever they hold).
 
-use crate::replay::applying::Subscription;
+use crate::subscriber::applying::Subscription;
 use ddl_server::guc;
 use ddl_server::text::utf8_ptr;
 use pgrx::list::PgList;

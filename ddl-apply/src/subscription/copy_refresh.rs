@@ -145,7 +145,7 @@ pub(super) fn copy(refresh: &Refresh) {
     copy_schema::require_superuser("refresh");
     super::options::require_extension("copy_schema");
     let name = &refresh.subscription;
-    let subid = super::config::subscription_oid(name);
+    let subid = crate::subscriber::config::subscription_oid(name);
     let Some(catalog) = super::read_catalog(subid) else {
         error!("ddl_sync: cannot read subscription \"{name}\"");
     };
@@ -221,7 +221,7 @@ fn copy_missing_tables(
         .into_iter()
         .filter(|(schema, name, _)| made.sequences.iter().any(|(s, n)| s == schema && n == name))
         .collect();
-    let runs_as_owner = crate::replay::apply_code::subscription_runs_as_owner(subid);
+    let runs_as_owner = crate::subscriber::apply_code::subscription_runs_as_owner(subid);
     let moved = copy_schema::make(&made, runs_as_owner, &sequences, &step)
         .unwrap_or_else(|code| copy_schema::refuse_code(name, None, &code));
     Some(Copied {
@@ -235,12 +235,12 @@ fn copy_missing_tables(
 
 /// The tables of `publications` on the publisher that this database lacks: schema, name.
 fn missing_tables(
-    publisher: &super::publisher::Publisher,
+    publisher: &crate::subscriber::connection::Publisher,
     publications: &[String],
 ) -> Vec<(String, String)> {
     let names: Vec<String> = publications
         .iter()
-        .map(|p| super::publisher::literal(p))
+        .map(|p| crate::subscriber::connection::literal(p))
         .collect();
     let rows = publisher
         .rows(

@@ -35,10 +35,10 @@
 //! user, which pg_hba.conf must allow.
 
 use super::dump::{self, Dump};
-use super::publisher::Publisher;
 use crate::privilege::AsCatalogOwner;
-use crate::replay::activity::Activity;
-use crate::replay::apply_code::{self, Author};
+use crate::subscriber::activity::Activity;
+use crate::subscriber::apply_code::{self, Author};
+use crate::subscriber::connection::Publisher;
 use ddl_server::xact::in_subtransaction;
 use pg_dump_archive::Entry;
 use pgrx::pg_sys;
@@ -377,7 +377,7 @@ fn check_owners_rights(publisher: &Publisher) {
     let predefined: Vec<String> = ddl_server::roles::PREDEFINED
         .iter()
         .filter_map(|name| name.to_str().ok())
-        .map(super::publisher::literal)
+        .map(crate::subscriber::connection::literal)
         .collect();
     let owners = publisher
         .rows(

@@ -25,19 +25,19 @@
 //! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
-pub(crate) mod config;
 mod copy_refresh;
 mod copy_schema;
 mod dump;
 mod guard;
 mod options;
 mod peers;
-pub(crate) mod publisher;
 mod sequences;
 mod strict;
 
 pub(crate) use guard::define_setting;
 
+use crate::subscriber::config;
+use crate::subscriber::connection::{Publisher, PLUGIN};
 use ddl_server::text::utf8_ptr;
 use ddl_server::utility::{Before, StatementStack, UtilityCall};
 use options::Request;
@@ -47,7 +47,6 @@ use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::PgLogLevel;
-use publisher::{Publisher, PLUGIN};
 use std::cell::RefCell;
 use std::ffi::c_char;
 

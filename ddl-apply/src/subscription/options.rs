@@ -3,7 +3,7 @@
 //! of the statement before PostgreSQL parses it (it rejects options it does not know), and the
 //! slot plan of a CREATE SUBSCRIPTION that replicates DDL.
 
-use super::config::{conflict_policy, fallback_role, schema_mode};
+use crate::subscriber::config::{conflict_policy, fallback_role, schema_mode};
 use ddl_filter::DdlKinds;
 use pgrx::list::PgList;
 use pgrx::pg_sys;

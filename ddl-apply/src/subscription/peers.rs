@@ -18,7 +18,7 @@
 //! table out again.
 
 use crate::privilege::AsCatalogOwner;
-use crate::replay::applying::Subscription;
+use crate::subscriber::applying::Subscription;
 use ddl_server::function_info_v1;
 use ddl_server::guc;
 use pgrx::pg_sys;

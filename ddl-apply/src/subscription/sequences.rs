@@ -10,7 +10,7 @@
 //! least the publisher's. On 19, beside PostgreSQL's own sequence synchronisation, it only ever
 //! moves a sequence that is still behind.
 
-use super::publisher::Publisher;
+use crate::subscriber::connection::Publisher;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -26,7 +26,7 @@ fn sync_sequences(
         name!(previous_value, Option<i64>),
     ),
 > {
-    let subid = super::config::subscription_oid(subscription);
+    let subid = crate::subscriber::config::subscription_oid(subscription);
     let Some(catalog) = super::read_catalog(subid) else {
         ereport!(
             ERROR,

@@ -14,7 +14,7 @@
 //! the subscription lists in `pg_subscription_rel`. Every difference is one line of the error's
 //! DETAIL: the table, the column, what the publisher says and what the subscriber says.
 
-use super::publisher::{literal, Publisher};
+use crate::subscriber::connection::{literal, Publisher};
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;

@@ -99,10 +99,6 @@ fn available() -> bool {
     ddl_server::shmem::available()
 }
 
-fn key(database: pg_sys::Oid, publication: pg_sys::Oid) -> u64 {
-    (u64::from(u32::from(database)) << 32) | u64::from(u32::from(publication))
-}
-
 /// Runs `f` on the slot of `key`, claiming a free one the first time. Nothing when the table
 /// is full.
 fn with_publication(key: u64, f: impl Fn(&PublicationSlot)) {
@@ -118,19 +114,10 @@ fn with_publication(key: u64, f: impl Fn(&PublicationSlot)) {
         }
     }
     let stats = STATS.exclusive();
-    let found = stats
-        .publications
-        .iter()
-        .find(|s| s.key.load(Relaxed) == key);
-    let slot = found.or_else(|| {
-        let free = stats
-            .publications
-            .iter()
-            .find(|s| s.key.load(Relaxed) == 0)?;
-        free.key.store(key, Relaxed);
-        Some(free)
-    });
-    if let Some(slot) = slot {
+    let keys = stats.publications.iter().map(|s| s.key.load(Relaxed));
+    if let Some(at) = ddl_server::shmem::slot_for(keys, key) {
+        let slot = &stats.publications[at];
+        slot.key.store(key, Relaxed);
         f(slot);
     }
 }
@@ -165,9 +152,9 @@ pub fn count_emitted(publication: pg_sys::Oid, lsn: pg_sys::XLogRecPtr) {
     if !available() {
         return;
     }
-    // SAFETY: plain reads of backend globals.
-    let (database, now) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetCurrentTimestamp()) };
-    with_publication(key(database, publication), |slot| {
+    // SAFETY: reads the clock.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    with_publication(ddl_server::shmem::slot_key(publication), |slot| {
         slot.emitted.fetch_add(1, Relaxed);
         slot.last_emitted_at.store(now, Relaxed);
         slot.last_emitted_lsn.fetch_max(lsn, Relaxed);
@@ -179,9 +166,9 @@ pub fn count_rejected(publication: pg_sys::Oid, lsn: pg_sys::XLogRecPtr) {
     if !available() {
         return;
     }
-    // SAFETY: plain reads of backend globals.
-    let (database, now) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetCurrentTimestamp()) };
-    with_publication(key(database, publication), |slot| {
+    // SAFETY: reads the clock.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
+    with_publication(ddl_server::shmem::slot_key(publication), |slot| {
         slot.rejected.fetch_add(1, Relaxed);
         slot.last_rejected_at.store(now, Relaxed);
         slot.last_rejected_lsn.fetch_max(lsn, Relaxed);

@@ -4,7 +4,7 @@
 //! subtransaction commits, dropped when it aborts, and added to shared memory when the
 //! top-level transaction commits or is prepared.
 
-use super::{available, count_rule, key, with_publication};
+use super::{available, count_rule, with_publication};
 use crate::rules::Verdict;
 use ddl_server::xact::{self, End};
 use pgrx::pg_sys;
@@ -73,10 +73,10 @@ fn flush() {
     if pending.is_empty() {
         return;
     }
-    // SAFETY: backend globals and the clock.
-    let (database, now) = unsafe { (pg_sys::MyDatabaseId, pg_sys::GetCurrentTimestamp()) };
+    // SAFETY: reads the clock.
+    let now = unsafe { pg_sys::GetCurrentTimestamp() };
     for p in pending {
-        let key = key(database, p.publication);
+        let key = ddl_server::shmem::slot_key(p.publication);
         match p.verdict {
             Verdict::Takes => with_publication(key, |slot| {
                 slot.captured.fetch_add(1, Relaxed);

@@ -13,13 +13,9 @@ fn timestamp(value: i64) -> Option<TimestampWithTimeZone> {
         .flatten()
 }
 
-fn database() -> u64 {
-    // SAFETY: reads a backend global.
-    u64::from(u32::from(unsafe { pg_sys::MyDatabaseId }))
-}
-
-fn publication_of(key: u64) -> pg_sys::Oid {
-    pg_sys::Oid::from(key as u32)
+/// The publication of a slot's key, when the slot is this database's.
+fn publication_here(key: u64) -> Option<pg_sys::Oid> {
+    ddl_server::shmem::slot_object_here(key)
 }
 
 /// One row per publication of this database that counted something since the server started.
@@ -43,13 +39,12 @@ fn ddl_sync_publication_stats() -> TableIterator<
     if available() {
         let stats = STATS.share();
         for slot in &stats.publications {
-            let key = slot.key.load(Relaxed);
-            if key == 0 || key >> 32 != database() {
+            let Some(publication) = publication_here(slot.key.load(Relaxed)) else {
                 continue;
-            }
+            };
             let lsn = slot.last_emitted_lsn.load(Relaxed);
             rows.push((
-                publication_of(key),
+                publication,
                 slot.captured.load(Relaxed) as i64,
                 slot.filtered.load(Relaxed) as i64,
                 slot.emitted.load(Relaxed) as i64,
@@ -81,14 +76,16 @@ fn ddl_sync_publication_rejected_stats() -> TableIterator<
     if available() {
         let stats = STATS.share();
         for slot in &stats.publications {
-            let key = slot.key.load(Relaxed);
             let rejected = slot.rejected.load(Relaxed);
-            if key == 0 || key >> 32 != database() || rejected == 0 {
+            let Some(publication) = publication_here(slot.key.load(Relaxed)) else {
+                continue;
+            };
+            if rejected == 0 {
                 continue;
             }
             let lsn = slot.last_rejected_lsn.load(Relaxed);
             rows.push((
-                publication_of(key),
+                publication,
                 rejected as i64,
                 timestamp(slot.last_rejected_at.load(Relaxed)),
                 (lsn != 0).then_some(lsn as i64),
@@ -115,12 +112,11 @@ fn ddl_sync_publication_rule_stats() -> TableIterator<
     if available() {
         let stats = STATS.share();
         for slot in &stats.rules {
-            let key = slot.key.load(Relaxed);
-            if key == 0 || key >> 32 != database() {
+            let Some(publication) = publication_here(slot.key.load(Relaxed)) else {
                 continue;
-            }
+            };
             rows.push((
-                publication_of(key),
+                publication,
                 pg_sys::Oid::from(slot.row.load(Relaxed)),
                 slot.rule.load(Relaxed),
                 slot.filtered.load(Relaxed) as i64,
@@ -137,19 +133,21 @@ fn ddl_sync_reset_publication_stats(publication: Option<pg_sys::Oid>) {
     if !available() {
         return;
     }
-    let wanted = |key: u64| {
-        key != 0 && key >> 32 == database() && publication.is_none_or(|p| publication_of(key) == p)
-    };
+    let wanted =
+        |key: u64| publication_here(key).is_some_and(|here| publication.is_none_or(|p| here == p));
     let keys: Vec<u64> = {
         let stats = STATS.share();
         let keys = stats.publications.iter().map(|s| s.key.load(Relaxed));
         keys.filter(|k| wanted(*k)).collect()
     };
     // Looked up before the exclusive lock: a catalog lookup may read from disk.
-    // SAFETY: a syscache lookup in a transaction.
     let gone: Vec<u64> = keys
         .into_iter()
-        .filter(|k| unsafe { pg_sys::get_publication_name(publication_of(*k), true) }.is_null())
+        .filter(|k| {
+            let publication = pg_sys::Oid::from(*k as u32);
+            // SAFETY: a syscache lookup in a transaction.
+            unsafe { pg_sys::get_publication_name(publication, true) }.is_null()
+        })
         .collect();
     // SAFETY: reads the clock.
     let now = unsafe { pg_sys::GetCurrentTimestamp() };

@@ -10,7 +10,7 @@ use pgrx::prelude::*;
 use std::ffi::{CStr, CString};
 
 /// The output plugin a DDL-replicating subscription's slot must use.
-pub(super) const PLUGIN: &str = "ddl_pgoutput";
+pub(crate) const PLUGIN: &str = "ddl_pgoutput";
 
 /// An open connection; closed on drop, also when an error unwinds.
 pub(crate) struct Publisher {
@@ -102,7 +102,7 @@ impl Publisher {
     /// Runs `command` (SQL or a replication command) that returns `columns` columns; the first
     /// column of its first row (`None`: no row; `Some(None)`: NULL). `Err` carries the
     /// publisher's message.
-    pub(super) fn first_value(
+    pub(crate) fn first_value(
         &self,
         command: &str,
         columns: usize,
@@ -209,7 +209,7 @@ impl Publisher {
     /// Which DDL kinds the publications `publications` replicate, every rule of theirs counted
     /// (a schema rule may send kinds the publication row does not); `None` when the publisher
     /// has no `ddl_sync` extension in this database.
-    pub(super) fn offered_kinds(&self, publications: &[String]) -> Option<DdlKinds> {
+    pub(crate) fn offered_kinds(&self, publications: &[String]) -> Option<DdlKinds> {
         let installed = self.value(
             "SELECT count(*)::text FROM pg_catalog.pg_extension WHERE extname = 'ddl_sync'",
             "its extensions",
@@ -234,7 +234,7 @@ impl Publisher {
     }
 
     /// The output plugin of slot `slot`; `None` when the slot does not exist.
-    pub(super) fn slot_plugin(&self, slot: &str) -> Option<String> {
+    pub(crate) fn slot_plugin(&self, slot: &str) -> Option<String> {
         self.value(
             &format!(
                 "SELECT plugin::text FROM pg_catalog.pg_replication_slots WHERE slot_name = {}",
@@ -247,14 +247,14 @@ impl Publisher {
     /// Creates logical slot `slot` with plugin `ddl_pgoutput`, as PostgreSQL's
     /// walrcv_create_slot does with pgoutput (no snapshot; two-phase and failover when asked),
     /// and with the same error.
-    pub(super) fn create_slot(&self, slot: &str, two_phase: bool, failover: bool) {
+    pub(crate) fn create_slot(&self, slot: &str, two_phase: bool, failover: bool) {
         self.create_slot_row(slot, "nothing", two_phase, failover);
     }
 
     /// Creates slot `slot` as [`create_slot`](Self::create_slot) does, exporting the snapshot it
     /// starts at; returns the snapshot's name, valid while this connection runs nothing else,
     /// and the LSN the slot starts at.
-    pub(super) fn create_slot_exporting_snapshot(
+    pub(crate) fn create_slot_exporting_snapshot(
         &self,
         slot: &str,
         failover: bool,
@@ -272,7 +272,7 @@ impl Publisher {
 
     /// Drops slot `slot`, which this connection made; a failure is a WARNING (the slot is left
     /// for the administrator, who is told its name).
-    pub(super) fn drop_slot(&self, slot: &str) {
+    pub(crate) fn drop_slot(&self, slot: &str) {
         if let Err(e) = self.command(&format!("DROP_REPLICATION_SLOT \"{slot}\" WAIT")) {
             warning!("could not drop replication slot \"{slot}\" on the publisher: {e}");
         }

@@ -14,8 +14,8 @@ use ddl_filter::{classify_object, Classification};
 use pgrx::prelude::*;
 use pgrx::PgRelation;
 
-use crate::kinds::{ddl_mask, rules_text};
 use crate::privilege::{c_string, owned_publication, owned_publication_oid, AsCatalogOwner};
+use crate::publisher::kinds::{ddl_mask, rules_text};
 
 /// `pfsynckind`: what a row is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,11 +1,11 @@
-//! `#[pg_test]`s of [`crate::replay::caller_rights`]: which built-ins an ordinary role's
+//! `#[pg_test]`s of [`crate::subscriber::caller_rights`]: which built-ins an ordinary role's
 //! expressions may call. Run by `cargo pgrx test` (schema `tests`).
 
 use pgrx::prelude::*;
 
 #[pg_schema]
 mod tests {
-    use crate::replay::caller_rights::findings;
+    use crate::subscriber::caller_rights::findings;
     use pgrx::prelude::*;
 
     /// The findings for `sql`, run as a fresh role that may create in schema public and use

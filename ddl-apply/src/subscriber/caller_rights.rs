@@ -1,6 +1,6 @@
 //! The functions an apply-time expression calls, judged for the role that wrote it.
 //!
-//! [`super::apply_code`] finds calls in `pg_depend`, which records no dependency on
+//! [`crate::subscriber::apply_code`] finds calls in `pg_depend`, which records no dependency on
 //! PostgreSQL's own (pinned) objects, and it passes functions owned by a superuser, which every
 //! built-in is. Yet a built-in runs with its caller's rights, and during apply the caller is the
 //! subscription owner. `CHECK (pg_catalog.query_to_xml('SELECT ...', false, false, '') IS NOT
@@ -201,7 +201,7 @@ struct Expression {
 }
 
 /// The expressions whose catalog rows the statement wrote (their xmin is the subtransaction
-/// `since` or one below it; see [`super::apply_code::code_left_behind`]).
+/// `since` or one below it; see [`crate::subscriber::apply_code::code_left_behind`]).
 fn written_since(since: pg_sys::TransactionId, by_owner: bool) -> Result<Vec<Expression>, String> {
     // Every name and operator is qualified: the caller's search_path may be anyone's.
     const QUERY: &str = "

@@ -451,7 +451,7 @@ mod tests {
         let not_a_catalog = |name: &str| {
             format!(
                 "42809: {name} is not a catalog of objects with replicated DDL (valid: {})",
-                crate::publication_sync::OBJECT_CATALOGS.join(", ")
+                crate::publisher::publication_sync::OBJECT_CATALOGS.join(", ")
             )
         };
         let other_catalogs = [

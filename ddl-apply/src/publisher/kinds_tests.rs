@@ -1,4 +1,4 @@
-//! `#[pg_test]`s of [`crate::kinds`]: the DDL kinds' SQL functions. Run by `cargo pgrx test` (schema `tests`).
+//! `#[pg_test]`s of [`crate::publisher::kinds`]: the DDL kinds' SQL functions. Run by `cargo pgrx test` (schema `tests`).
 
 use pgrx::prelude::*;
 

@@ -32,8 +32,8 @@
 //! owner's own writes on the publisher: the check applies there only to subscriptions with
 //! `run_as_owner = true` ([`rows_applied_as_subscription_owner`]).
 
-use crate::replay::applying::applying_subscription;
-use crate::replay::caller_rights;
+use crate::subscriber::applying::applying_subscription;
+use crate::subscriber::caller_rights;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
