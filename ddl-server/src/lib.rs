@@ -2,6 +2,8 @@
 //! `ddl-capture`, and `ddl_sync.so`, through `ddl-apply`): the pieces of server machinery both
 //! need, written once.
 //!
+//! - [`errors`]: the ERRORs we raise ourselves, each with a SQLSTATE (internal faults apart from
+//!   what the user, the system or the publisher caused) and the prefix `ddl_sync: `;
 //! - [`utility`]: chaining the ProcessUtility hook so that the statement's own ERROR reaches the
 //!   client exactly as PostgreSQL raised it, and the per-statement state a hook keeps across
 //!   the call, cleaned up when a (sub)transaction aborts instead of by a destructor;
@@ -37,6 +39,7 @@
 pub mod bindings;
 pub mod contract;
 pub mod event_row;
+pub mod errors;
 pub mod event_trigger;
 pub mod extension_tables;
 pub mod guc;
