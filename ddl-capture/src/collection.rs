@@ -18,6 +18,7 @@
 //! PostgreSQL declares them.
 
 use crate::invalidation;
+use ddl_server::errors::{self, OrInternal};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::PgMemoryContexts;
@@ -213,7 +214,10 @@ impl Collection {
             let class =
                 pg_sys::get_func_result_type(self.builtin(), std::ptr::null_mut(), &mut built);
             if class != pg_sys::TypeFuncClass::TYPEFUNC_COMPOSITE || built.is_null() {
-                pgrx::error!("ddl_sync: {:?} does not return rows", self.record_alias());
+                errors::internal(format_args!(
+                    "{:?} does not return rows",
+                    self.record_alias()
+                ));
             }
             PgMemoryContexts::TopMemoryContext.switch_to(|_| pg_sys::CreateTupleDescCopy(built))
         };
@@ -258,7 +262,7 @@ pub unsafe fn for_each_row(collection: Collection, mut each: impl FnMut(&Row)) {
             (*fcinfo).nargs = 0;
             fcinfo
         };
-        let function = flinfo.fn_addr.expect("fmgr_info sets fn_addr");
+        let function = flinfo.fn_addr.or_internal("fmgr_info set no fn_addr");
         // SAFETY: the function's own calling convention, with the frame the executor would
         // give it in materialize mode (it takes no argument). A raw C
         // function pointer: an ERROR inside becomes a Rust panic and unwinds to here.

@@ -11,6 +11,7 @@
 use crate::invalidation;
 use crate::rules::{self, PublicationRules, Row};
 use crate::statement::Dropped;
+use ddl_server::errors::OrInternal;
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 use std::cell::Cell;
@@ -28,7 +29,7 @@ thread_local! {
 pub fn refresh_event_triggers() {
     if DELETED.replace(false) {
         Spi::run("SELECT ddl_sync.refresh_event_triggers()")
-            .unwrap_or_else(|e| pgrx::error!("ddl_sync: cannot refresh the event triggers: {e}"));
+            .or_internal("cannot refresh the event triggers");
     }
 }
 

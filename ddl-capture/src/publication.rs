@@ -8,6 +8,7 @@
 
 use crate::plugin_allowed;
 use ddl_filter::DdlKinds;
+use ddl_server::errors::{self, OrInternal};
 use ddl_server::options;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -129,7 +130,7 @@ pub fn store(request: &Request) {
         "SELECT ddl_sync.set_publication_ddl($1, $2)",
         &[request.publication.as_str().into(), kinds.as_str().into()],
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot store publication parameter \"ddl\": {e}"));
+    .or_internal("cannot store publication parameter \"ddl\"");
     if request.kinds.is_empty() {
         return;
     }
@@ -140,10 +141,10 @@ pub fn store(request: &Request) {
         &[request.publication.as_str().into()],
     )
     .unwrap_or_else(|e| {
-        error!(
-            "ddl_sync: cannot read publication {}: {e}",
+        errors::internal(format_args!(
+            "cannot read publication {}: {e}",
             request.publication
-        )
+        ))
     });
     if has_events == Some(false) && all_tables != Some(true) {
         let name = std::ffi::CString::new(request.publication.as_str()).unwrap_or_default();
@@ -156,7 +157,9 @@ pub fn store(request: &Request) {
             "ALTER PUBLICATION {quoted} ADD TABLE ddl_sync.events"
         ))
         .unwrap_or_else(|e| {
-            error!("ddl_sync: cannot add ddl_sync.events to publication {quoted}: {e}")
+            errors::internal(format_args!(
+                "cannot add ddl_sync.events to publication {quoted}: {e}"
+            ))
         });
     }
     check_publication(&request.publication);
@@ -202,7 +205,9 @@ fn events_in_publication(publication: &str) -> Option<bool> {
         ),
         &[publication.into()],
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read publication {publication}: {e}"))
+    .unwrap_or_else(|e| {
+        errors::internal(format_args!("cannot read publication {publication}: {e}"))
+    })
 }
 
 /// Refuses a configuration in which pgoutput would drop the events of a publication that
@@ -225,7 +230,9 @@ fn check_publication(publication: &str) {
           WHERE p.pubname = $1 AND s.pfsyncenabled AND s.pfsyncddl <> 0)"),
         &[publication.into()],
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot check publication {publication}: {e}"));
+    .unwrap_or_else(|e| {
+        errors::internal(format_args!("cannot check publication {publication}: {e}"))
+    });
     if let Some(problem) = problem {
         ereport!(
             ERROR,

@@ -21,6 +21,7 @@
 //! fraction of that on any x86-64. Records sealed by 0.3 still verify (HMAC-SHA256 under the
 //! same key), so WAL written before an upgrade decodes after it.
 
+use ddl_server::errors::{self, OrInternal};
 use hmac::{Hmac, Mac};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -57,7 +58,7 @@ static KEYS: OnceLock<Keys> = OnceLock::new();
 pub fn seal(payload: &mut [u8]) {
     let keys = keys();
     let Some(body_len) = payload.len().checked_sub(RECORD_TAG_LEN) else {
-        error!("ddl_sync: a record is shorter than its tag");
+        errors::internal("a record is shorter than its tag");
     };
     let tag = tag_of(&keys.records, &payload[..body_len]);
     payload[body_len..].copy_from_slice(&tag);
@@ -83,8 +84,8 @@ fn tag_of(records_key: &[u8; KEY_LEN], body: &[u8]) -> [u8; RECORD_TAG_LEN] {
 
 /// Whether `tag` is 0.3's HMAC-SHA256 tag of `body` under the file's key.
 fn hmac_verifies(file_key: &[u8; KEY_LEN], body: &[u8], tag: &[u8]) -> bool {
-    let mut mac =
-        <Hmac<Sha256> as Mac>::new_from_slice(file_key).expect("HMAC takes any key length");
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(file_key)
+        .or_internal("HMAC-SHA256 refused a key (it takes any length)");
     mac.update(HMAC_CONTEXT);
     mac.update(body);
     mac.verify_slice(tag).is_ok()

@@ -28,6 +28,7 @@
 //! first decided), to tables without rows, or to tables no publication publishes rows of.
 
 use crate::statement;
+use ddl_server::errors;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{pg_sys, GucContext, GucFlags, GucRegistry, GucSetting, PgLogLevel, PostgresGucEnum};
@@ -158,10 +159,10 @@ pub unsafe fn run_refills(refills: Vec<Refill>) {
     };
     for refill in refills {
         Spi::run(&refill.update).unwrap_or_else(|e| {
-            error!(
-                "ddl_sync: cannot replicate the rewritten values ({}): {e}",
+            errors::internal(format_args!(
+                "cannot replicate the rewritten values ({}): {e}",
                 refill.update
-            )
+            ))
         });
     }
     // SAFETY: the level made above, popped once: session_replication_role is restored.
@@ -376,7 +377,7 @@ fn has_rows(table: &str) -> bool {
             .first()
             .get_one::<bool>()
     })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read {table}: {e}"))
+    .unwrap_or_else(|e| errors::internal(format_args!("cannot read {table}: {e}")))
     .unwrap_or(false)
 }
 
@@ -490,5 +491,9 @@ fn identity_problem(relid: pg_sys::Oid, rewritten: &[&str]) -> Option<String> {
         }
         Ok::<_, pgrx::spi::Error>(None)
     })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read the replica identity of {relid:?}: {e}"))
+    .unwrap_or_else(|e| {
+        errors::internal(format_args!(
+            "cannot read the replica identity of {relid:?}: {e}"
+        ))
+    })
 }

@@ -64,10 +64,15 @@ pub unsafe fn scan(
     let Some(at) = columns.iter().map(position).collect::<Option<Vec<usize>>>() else {
         // SAFETY: opened above, closed once before the ERROR.
         unsafe { pg_sys::table_close(rel, lockmode) };
-        error!(
-            "ddl_sync: ddl_sync.{} lacks a column this version reads",
-            table.to_string_lossy()
-        );
+        crate::errors::Error::new(
+            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format_args!(
+                "ddl_sync.{} lacks a column this version reads",
+                table.to_string_lossy()
+            ),
+        )
+        .hint("Update the extension to this library's version: ALTER EXTENSION ddl_sync UPDATE.")
+        .raise();
     };
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];

@@ -1,6 +1,7 @@
 //! What differs between the PostgreSQL majors we build for (15 to 19), each behind one function
 //! so that the rest of the code has no `#[cfg(feature = "pgNN")]`.
 
+use crate::errors::OrInternal;
 use pgrx::pg_sys;
 use std::ffi::c_char;
 
@@ -155,7 +156,7 @@ pub unsafe fn walrcv_connect(
 ) -> *mut pg_sys::WalReceiverConn {
     let connect = functions
         .walrcv_connect
-        .expect("libpqwalreceiver registers walrcv_connect");
+        .or_internal("libpqwalreceiver registered no walrcv_connect");
     #[cfg(feature = "pg15")]
     // SAFETY: the caller's promise; 15's signature is (conninfo, logical, appname, err).
     unsafe {
