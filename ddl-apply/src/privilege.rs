@@ -13,6 +13,7 @@
 //! first as the caller and raising privileges only around the write is what PostgreSQL's own
 //! code does, and with the same check (`pg_publication_ownercheck`) and message.
 
+use ddl_server::errors::OrInternal;
 use std::ffi::CString;
 
 use pgrx::prelude::*;
@@ -109,8 +110,8 @@ impl AsCatalogOwner {
              WHERE oid OPERATOR(pg_catalog.=) 'ddl_sync.publication_sync'::pg_catalog.regclass",
             &[],
         )
-        .expect("the owner of ddl_sync.publication_sync")
-        .expect("pg_class.relowner is never NULL");
+        .or_internal("cannot read the owner of ddl_sync.publication_sync")
+        .or_internal("ddl_sync.publication_sync has no owner in pg_class");
         let mut user = pg_sys::InvalidOid;
         let mut context = 0;
         // SAFETY: the same calls fmgr makes around a SECURITY DEFINER function.

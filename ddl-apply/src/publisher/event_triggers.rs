@@ -4,6 +4,7 @@
 //! collects no command for the database's DDL.
 
 use crate::privilege::AsCatalogOwner;
+use ddl_server::errors::{self, OrInternal};
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -42,9 +43,10 @@ fn refresh_event_triggers() {
                     .collect()
             })
         })
-        .unwrap_or_else(|e| error!("ddl_sync: cannot read the event triggers: {e}"));
+        .or_internal("cannot read the event triggers");
         for change in changes {
-            Spi::run(&change).unwrap_or_else(|e| error!("ddl_sync: \"{change}\" failed: {e}"));
+            Spi::run(&change)
+                .unwrap_or_else(|e| errors::internal(format_args!("\"{change}\" failed: {e}")));
         }
     });
 }

@@ -11,6 +11,7 @@
 //! caller may change the publication before writing (see [`crate::privilege`]).
 
 use ddl_filter::{classify_object, Classification};
+use ddl_server::errors::OrInternal;
 use pgrx::prelude::*;
 use pgrx::PgRelation;
 
@@ -141,7 +142,7 @@ fn set_rule_enabled(rule: Option<pg_sys::Oid>, enabled: Option<bool>) {
          SELECT count(*) FROM changed",
         &[rule.into(), enabled.into()],
     );
-    if changed.expect("UPDATE ran") != Some(1) {
+    if changed.or_internal("cannot update ddl_sync.publication_sync") != Some(1) {
         missing_rule(rule);
     }
 }
@@ -161,7 +162,7 @@ fn remove_rule(rule: Option<pg_sys::Oid>) {
          SELECT count(*) FROM removed",
         &[rule.into()],
     );
-    if removed.expect("DELETE ran") != Some(1) {
+    if removed.or_internal("cannot delete from ddl_sync.publication_sync") != Some(1) {
         missing_rule(rule);
     }
 }
@@ -193,7 +194,7 @@ fn store(
                    AND pfsyncrelid = $4::oid AND pfsyncobjid = $5::oid AND pfsyncsubid = 0)",
         &key,
     )
-    .expect("SELECT ran");
+    .or_internal("cannot read ddl_sync.publication_sync");
     let stored = match existing {
         Some(row) => Spi::get_one_with_args::<pg_sys::Oid>(
             "UPDATE ddl_sync.publication_sync
@@ -226,8 +227,8 @@ fn store(
         }
     };
     stored
-        .expect("the row was written")
-        .expect("RETURNING oid is never NULL")
+        .or_internal("cannot write ddl_sync.publication_sync")
+        .or_internal("ddl_sync.publication_sync returned no OID for the row it wrote")
 }
 
 /// An OID as an SPI argument that keeps 0 (InvalidOid) as 0: pgrx passes an invalid
@@ -242,7 +243,7 @@ fn rule_publication(rule: pg_sys::Oid) -> pg_sys::Oid {
         "SELECT (SELECT pfsyncpubid FROM ddl_sync.publication_sync WHERE oid = $1)",
         &[rule.into()],
     )
-    .expect("SELECT ran")
+    .or_internal("cannot read ddl_sync.publication_sync")
     .unwrap_or_else(|| missing_rule(rule))
 }
 
@@ -375,7 +376,7 @@ fn check_replicated(classid: pg_sys::Oid, objid: pg_sys::Oid) {
         "SELECT type, schema, identity FROM pg_catalog.pg_identify_object($1, $2, 0)",
         &[classid.into(), objid.into()],
     )
-    .expect("pg_identify_object ran");
+    .or_internal("pg_identify_object failed");
     let object_type = object_type.unwrap_or_default();
     let Some(identity) = identity else {
         ereport!(

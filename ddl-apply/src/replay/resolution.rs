@@ -17,6 +17,7 @@
 
 use crate::replay::stats;
 use crate::subscriber::config::subscription_oid;
+use ddl_server::errors::OrInternal;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -55,7 +56,7 @@ pub fn take(subid: pg_sys::Oid, sysid: u64, lsn: ddl_wire::Lsn) -> Option<Resolu
                 // pg_lsn from its text, which every major reads in either of their forms.
                 &[subid.into(), (sysid as i64).into(), lsn.to_string().into()],
             )
-            .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.event_resolution: {e}"));
+            .or_internal("cannot read ddl_sync.event_resolution");
         let row = rows.first();
         let action = row.get::<String>(1).ok().flatten()?;
         let by = row.get::<String>(3).ok().flatten().unwrap_or_default();
@@ -128,7 +129,7 @@ fn resolve_event(
           WHERE subid = $1 AND origin_sysid = $2 AND origin_lsn = $3::pg_catalog.pg_lsn",
         &key,
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot write ddl_sync.event_resolution: {e}"));
+    .or_internal("cannot write ddl_sync.event_resolution");
     let what = match (action, statement) {
         ("retry", None) => "will be replayed as it is on the next retry".to_string(),
         ("skip", None) => {
@@ -179,7 +180,7 @@ fn resolve_event(
                 statement.into(),
             ],
         )
-        .unwrap_or_else(|e| error!("ddl_sync: cannot write ddl_sync.event_resolution: {e}"));
+        .or_internal("cannot write ddl_sync.event_resolution");
     }
     // The view says so until the event goes through (or fails again).
     stats::decided(subid);

@@ -3,6 +3,7 @@
 
 use crate::replay::host;
 use ddl_adapter::{Adapter, Context, Failure, Host, Outcome};
+use ddl_server::errors::OrInternal;
 use pgrx::datum::DatumWithOid;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
@@ -44,7 +45,7 @@ pub fn enabled(dialect: Option<&str>) -> Vec<SqlAdapter> {
     Spi::connect(|client| {
         let rows = client
             .select(&query, None, &[dialect.into()])
-            .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.adapter: {e}"));
+            .or_internal("cannot read ddl_sync.adapter");
         rows.filter_map(|row| {
             let text = |i: usize| row.get::<String>(i).ok().flatten();
             Some(SqlAdapter {

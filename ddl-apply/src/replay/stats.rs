@@ -15,6 +15,7 @@
 //! `ddl_sync.reset_subscription_stats` clears them.
 
 use crate::subscriber::config::subscription_oid;
+use ddl_server::errors::OrInternal;
 use pgrx::prelude::*;
 use pgrx::{pg_sys, PGRXSharedMemory, PgLwLock};
 
@@ -340,6 +341,6 @@ fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
               WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid)",
         )
     })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot reset ddl_sync.subscription_counters: {e}"));
+    .or_internal("cannot reset ddl_sync.subscription_counters");
     forget(subid);
 }

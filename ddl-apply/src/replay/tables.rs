@@ -20,6 +20,7 @@
 //! missing here becomes `text` (rows travel as text, which it takes whatever they hold).
 
 use crate::subscriber::applying::Subscription;
+use ddl_server::errors;
 use ddl_server::guc;
 use ddl_server::text::utf8_ptr;
 use pgrx::list::PgList;
@@ -328,7 +329,7 @@ fn namespace_oid(name: &str) -> Option<pg_sys::Oid> {
 /// Runs statements built here from checked names and resolved types: nothing in them depends on
 /// a search_path.
 fn run(sql: &str) {
-    guc::with_search_path("pg_catalog", || Spi::run(sql)).unwrap_or_else(|e| error!("{e}"));
+    guc::with_search_path("pg_catalog", || Spi::run(sql)).unwrap_or_else(|e| errors::internal(e));
 }
 
 fn quote(name: &str) -> String {

@@ -1,6 +1,7 @@
 //! The subscription whose apply worker runs the replay, and its DDL configuration.
 
 use ddl_filter::{DdlKinds, RuleSet, RuleSetBuilder};
+use ddl_server::errors;
 use ddl_server::subscription_rel;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -86,9 +87,12 @@ impl Subscription {
             builder.text(rules);
         }
         let rules = builder.build().unwrap_or_else(|e| {
-            error!(
-                "ddl_sync: rules of subscription \"{}\" are not readable: {e}",
-                self.name
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+                format_args!(
+                    "rules of subscription \"{}\" are not readable: {e}",
+                    self.name
+                ),
             )
         });
         Some(Config {

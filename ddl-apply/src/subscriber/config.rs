@@ -4,6 +4,7 @@
 
 use crate::privilege::AsCatalogOwner;
 use ddl_filter::{DdlKinds, RuleSetBuilder};
+use ddl_server::errors::{self, OrInternal};
 use ddl_server::subscription_rel;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -158,14 +159,22 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
                 schema_mode.into(),
             ],
         )
-        .unwrap_or_else(|e| error!("ddl_sync: cannot store the configuration of {name}: {e}"));
+        .unwrap_or_else(|e| {
+            errors::internal(format_args!(
+                "cannot store the configuration of {name}: {e}"
+            ))
+        });
         // Only when asked: a database still at 0.2.0's SQL objects has no such column.
         if let Some(fallback) = change.fallback_role {
             Spi::run_with_args(
                 "UPDATE ddl_sync.subscription_ddl SET fallback_role = $2 WHERE subid = $1",
                 &[subid.into(), fallback.into()],
             )
-            .unwrap_or_else(|e| error!("ddl_sync: cannot store the fallback role of {name}: {e}"));
+            .unwrap_or_else(|e| {
+                errors::internal(format_args!(
+                    "cannot store the fallback role of {name}: {e}"
+                ))
+            });
         }
     }
     drop(owner);
@@ -183,7 +192,7 @@ fn stored_row(subid: pg_sys::Oid) -> Option<Stored> {
                 None,
                 &[subid.into()],
             )
-            .unwrap_or_else(|e| error!("ddl_sync: cannot read ddl_sync.subscription_ddl: {e}"));
+            .or_internal("cannot read ddl_sync.subscription_ddl");
         let row = rows.next()?;
         Some(Stored {
             ddl: row.get::<i32>(1).ok().flatten()?,
@@ -232,7 +241,7 @@ pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid) {
                 None,
                 &[subid.into()],
             )
-            .unwrap_or_else(|e| error!("ddl_sync: cannot read pg_subscription_rel: {e}"));
+            .or_internal("cannot read pg_subscription_rel");
         for row in rows {
             let relid = row.get::<pg_sys::Oid>(1).ok().flatten();
             let is_events = row.get::<bool>(2).ok().flatten() == Some(true);
@@ -268,7 +277,7 @@ fn forget_dropped_rows() {
          DELETE FROM ddl_sync.schema_copies c
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid)",
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot clean ddl_sync.subscription_ddl: {e}"));
+    .or_internal("cannot clean ddl_sync.subscription_ddl");
 }
 
 /// `ddl_sync.set_subscription_ddl(subscription, ddl, conflict, rules, schema_mode)`: which DDL

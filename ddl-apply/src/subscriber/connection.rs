@@ -3,6 +3,7 @@
 //! commands and SQL run.
 
 use ddl_filter::DdlKinds;
+use ddl_server::errors::{self, OrInternal};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -73,8 +74,7 @@ impl Publisher {
             pg_sys::load_file(c"libpqwalreceiver".as_ptr(), false);
             pg_sys::WalReceiverFunctions.as_ref()
         };
-        let functions = functions
-            .unwrap_or_else(|| error!("ddl_sync: libpqwalreceiver did not register its functions"));
+        let functions = functions.or_internal("libpqwalreceiver did not register its functions");
         let mut err: *mut std::ffi::c_char = std::ptr::null_mut();
         // SAFETY: libpqwalreceiver's connect, with NUL-terminated strings; raw C, so guarded
         // (its ERROR is raised again as ours).
@@ -167,7 +167,10 @@ impl Publisher {
     ) -> Result<*mut pg_sys::WalRcvExecResult, Refused> {
         let command = c_string(command);
         let types = vec![pg_sys::TEXTOID; columns];
-        let exec = self.functions.walrcv_exec.expect("walrcv_exec");
+        let exec = self
+            .functions
+            .walrcv_exec
+            .or_internal("libpqwalreceiver registered no walrcv_exec");
         // SAFETY: a live connection (open until drop), a NUL-terminated command and one type
         // per column; raw C, so guarded (its ERROR is raised again as ours).
         let res = unsafe {
@@ -265,7 +268,10 @@ impl Publisher {
             .into_iter();
         let lsn = row.nth(1).flatten();
         let snapshot = row.next().flatten().unwrap_or_else(|| {
-            error!("the publisher exported no snapshot for replication slot \"{slot}\"")
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_PROTOCOL_VIOLATION,
+                format_args!("the publisher exported no snapshot for replication slot \"{slot}\""),
+            )
         });
         (snapshot, lsn)
     }

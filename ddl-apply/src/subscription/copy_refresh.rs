@@ -18,6 +18,7 @@
 
 use super::copy_schema::{self, Copied, Steps, Take};
 use super::dump::Dump;
+use ddl_server::errors;
 use ddl_server::options::{bool_value, find};
 use pg_dump_archive::Entry;
 use pgrx::pg_sys;
@@ -147,7 +148,10 @@ pub(super) fn copy(refresh: &Refresh) {
     let name = &refresh.subscription;
     let subid = crate::subscriber::config::subscription_oid(name);
     let Some(catalog) = super::read_catalog(subid) else {
-        error!("ddl_sync: cannot read subscription \"{name}\"");
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format_args!("cannot read subscription \"{name}\""),
+        );
     };
     let publications = refresh.publications.names(&catalog.publications);
     let statement = format!("ALTER SUBSCRIPTION {name}");
@@ -258,7 +262,12 @@ fn missing_tables(
             ),
             2,
         )
-        .unwrap_or_else(|e| error!("could not read the tables of the publications: {e}"));
+        .unwrap_or_else(|e| {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format_args!("could not read the tables of the publications: {e}"),
+            )
+        });
     rows.into_iter()
         .filter_map(|row| {
             let mut row = row.into_iter();

@@ -39,6 +39,7 @@ use crate::privilege::AsCatalogOwner;
 use crate::subscriber::activity::Activity;
 use crate::subscriber::apply_code::{self, Author};
 use crate::subscriber::connection::Publisher;
+use ddl_server::errors::OrInternal;
 use ddl_server::xact::in_subtransaction;
 use pg_dump_archive::Entry;
 use pgrx::pg_sys;
@@ -186,7 +187,7 @@ pub(super) fn record(
             count(copied.sequences).into(),
         ],
     )
-    .unwrap_or_else(|e| error!("ddl_sync: cannot record the schema copy: {e}"));
+    .or_internal("cannot record the schema copy");
 }
 
 /// The copy made `code` (see [`apply_code::code_left_behind`]), which table sync and apply
@@ -349,7 +350,7 @@ pub(super) fn check_roles(publisher: &Publisher) {
                              WHERE rolname OPERATOR(pg_catalog.=) r.name)",
         &[needed.into()],
     )
-    .unwrap_or_else(|e| error!("cannot look up the publisher's roles here: {e}"))
+    .or_internal("cannot look up the publisher's roles here")
     .unwrap_or_default();
     if missing.is_empty() {
         check_owners_rights(publisher);
@@ -579,6 +580,6 @@ fn run_script(script: &str) {
         return;
     }
     ddl_server::guc::with_settings(&[], || {
-        Spi::run(script).unwrap_or_else(|e| error!("the schema's script failed here: {e}"))
+        Spi::run(script).or_internal("the schema's script failed here")
     });
 }

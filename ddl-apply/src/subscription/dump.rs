@@ -12,6 +12,7 @@
 //! `\restrict`/`\unrestrict` lines it writes with a key made here at random for this run, which
 //! no object's text can know.
 
+use ddl_server::errors::{self, OrInternal};
 use pg_dump_archive::Archive;
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
@@ -59,8 +60,12 @@ impl Dump {
             &format!("pg_dump of {whose}"),
             PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
         );
-        let bytes = std::fs::read(&file.0)
-            .unwrap_or_else(|e| error!("cannot read pg_dump's archive {}: {e}", file.0.display()));
+        let bytes = std::fs::read(&file.0).unwrap_or_else(|e| {
+            errors::io(
+                &e,
+                format_args!("cannot read pg_dump's archive {}: {e}", file.0.display()),
+            )
+        });
         Dump { file, bytes }
     }
 
@@ -87,8 +92,9 @@ impl Dump {
             return String::new();
         }
         let list = TempFile::new("list");
-        std::fs::write(&list.0, pg_dump_archive::use_list(ids.iter().copied()))
-            .unwrap_or_else(|e| error!("cannot write {}: {e}", list.0.display()));
+        std::fs::write(&list.0, pg_dump_archive::use_list(ids.iter().copied())).unwrap_or_else(
+            |e| errors::io(&e, format_args!("cannot write {}: {e}", list.0.display())),
+        );
         let sql = TempFile::new("sql");
         let key = restrict_key();
         let mut command = Command::new(program("pg_restore"));
@@ -103,10 +109,18 @@ impl Dump {
             "pg_restore of the publisher's archive",
             PgSqlErrorCode::ERRCODE_EXTERNAL_ROUTINE_EXCEPTION,
         );
-        let bytes = std::fs::read(&sql.0)
-            .unwrap_or_else(|e| error!("cannot read pg_restore's script {}: {e}", sql.0.display()));
-        let script = String::from_utf8(bytes)
-            .unwrap_or_else(|_| error!("pg_restore's script is not valid UTF-8"));
+        let bytes = std::fs::read(&sql.0).unwrap_or_else(|e| {
+            errors::io(
+                &e,
+                format_args!("cannot read pg_restore's script {}: {e}", sql.0.display()),
+            )
+        });
+        let script = String::from_utf8(bytes).unwrap_or_else(|_| {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CHARACTER_NOT_IN_REPERTOIRE,
+                "pg_restore's script is not valid UTF-8",
+            )
+        });
         without_restrict_lines(&script, &key)
     }
 }
@@ -131,7 +145,7 @@ fn restrict_key() -> String {
     let mut bytes = [0u8; 16];
     // SAFETY: fills the 16 bytes of a local buffer.
     if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
-        error!("could not generate a random key for pg_restore");
+        errors::internal("could not generate a random key for pg_restore");
     }
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -156,7 +170,7 @@ pub(super) fn own_conninfo() -> String {
             row.get::<String>(4)?.unwrap_or_default(),
         ))
     })
-    .unwrap_or_else(|e| error!("cannot read this server's connection settings: {e}"));
+    .or_internal("cannot read this server's connection settings");
     let host = sockets
         .split(',')
         .map(str::trim)
@@ -184,14 +198,20 @@ fn run(mut command: Command, name: &str, what: &str, code: PgSqlErrorCode) {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(errors.writer());
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|e| error!("cannot run {}: {e}", program(name).display()));
+    let mut child = command.spawn().unwrap_or_else(|e| {
+        errors::raise(
+            PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
+            format_args!("cannot run {}: {e}", program(name).display()),
+        )
+    });
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
-            Err(e) => error!("cannot wait for {name}: {e}"),
+            Err(e) => errors::raise(
+                PgSqlErrorCode::ERRCODE_SYSTEM_ERROR,
+                format_args!("cannot wait for {name}: {e}"),
+            ),
         }
         // SAFETY: reads the backend's interrupt flags (a cancel or shutdown raises its ERROR
         // here, after the child is gone).
@@ -309,7 +329,10 @@ impl TempFile {
             .mode(0o700)
             .create(&dir)
         {
-            error!("cannot create directory {}: {e}", dir.display());
+            errors::io(
+                &e,
+                format_args!("cannot create directory {}: {e}", dir.display()),
+            );
         }
         // SAFETY: the backend's pid, a global set at startup.
         let pid = unsafe { pg_sys::MyProcPid };
@@ -326,7 +349,7 @@ impl TempFile {
             .mode(0o600)
             .open(&path)
         {
-            error!("cannot create {}: {e}", path.display());
+            errors::io(&e, format_args!("cannot create {}: {e}", path.display()));
         }
         TempFile(path)
     }
@@ -336,7 +359,9 @@ impl TempFile {
         std::fs::OpenOptions::new()
             .write(true)
             .open(&self.0)
-            .unwrap_or_else(|e| error!("cannot open {}: {e}", self.0.display()))
+            .unwrap_or_else(|e| {
+                errors::io(&e, format_args!("cannot open {}: {e}", self.0.display()))
+            })
     }
 }
 

@@ -13,6 +13,7 @@
 //! extension script, and any session with `ddl_sync.allow_local_ddl = on` (maintenance).
 
 use crate::privilege::AsCatalogOwner;
+use ddl_server::errors::OrInternal;
 use ddl_server::relation_oid;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -116,7 +117,7 @@ fn protected_as_owner(relids: Vec<pg_sys::Oid>) -> Option<(String, String)> {
             row.get::<String>(2)?.unwrap_or_default(),
         )))
     })
-    .unwrap_or_else(|e| error!("ddl_sync: cannot read the strict subscriptions: {e}"))
+    .or_internal("cannot read the strict subscriptions")
 }
 
 /// The tables a statement changes the definition of (those that exist: a missing one is

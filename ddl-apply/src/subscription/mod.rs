@@ -38,6 +38,7 @@ pub(crate) use guard::define_setting;
 
 use crate::subscriber::config;
 use crate::subscriber::connection::{Publisher, PLUGIN};
+use ddl_server::errors::{self, OrInternal};
 use ddl_server::text::utf8_ptr;
 use ddl_server::utility::{Before, StatementStack, UtilityCall};
 use options::Request;
@@ -406,7 +407,7 @@ fn read_catalog(subid: pg_sys::Oid) -> Option<Catalog> {
                 None,
                 &[subid.into()],
             )
-            .unwrap_or_else(|e| error!("ddl_sync: cannot read pg_subscription: {e}"));
+            .or_internal("cannot read pg_subscription");
         let row = rows.next()?;
         Some(Catalog {
             conninfo: row.get::<String>(1).ok().flatten()?,
@@ -443,8 +444,12 @@ fn finish(request: &Request) {
     }
     match &request.create {
         Some(create) if create.connect => {
-            let catalog = read_catalog(subid)
-                .unwrap_or_else(|| error!("ddl_sync: cannot read subscription \"{name}\""));
+            let catalog = read_catalog(subid).unwrap_or_else(|| {
+                errors::raise(
+                    PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+                    format_args!("cannot read subscription \"{name}\""),
+                )
+            });
             let publisher = connect(&catalog.conninfo, name);
             check_kinds(&publisher, request, &catalog.publications);
             let Some(slot) = &catalog.slot else { return };
@@ -452,7 +457,12 @@ fn finish(request: &Request) {
                 let Some(copied) = &create.copied else {
                     // copy_schema_first found that PostgreSQL refuses the statement, which it
                     // then ran all the same: make no subscription without its schema.
-                    error!("ddl_sync: subscription \"{name}\" was not created: its schema was not copied");
+                    errors::raise(
+                        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                        format_args!(
+                            "subscription \"{name}\" was not created: its schema was not copied"
+                        ),
+                    );
                 };
                 copy_schema::record(subid, name, "CREATE SUBSCRIPTION", Some(slot), copied);
             }

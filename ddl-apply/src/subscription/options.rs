@@ -5,6 +5,7 @@
 
 use crate::subscriber::config::{conflict_policy, fallback_role, schema_mode};
 use ddl_filter::DdlKinds;
+use ddl_server::errors;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -250,7 +251,7 @@ pub(super) unsafe fn unconnected_copy(pstmt: *mut pg_sys::PlannedStmt) -> *mut p
     unsafe {
         let copy = pg_sys::copyObjectImpl(pstmt.cast()).cast::<pg_sys::PlannedStmt>();
         let Some((options, _, true)) = options_of((*copy).utilityStmt) else {
-            error!("ddl_sync: not a CREATE SUBSCRIPTION");
+            errors::internal("not a CREATE SUBSCRIPTION");
         };
         for name in ["connect", "create_slot", "copy_data", "enabled"] {
             // An invalid value, or a second one, is PostgreSQL's ERROR here as there.

@@ -19,6 +19,7 @@
 
 use crate::privilege::AsCatalogOwner;
 use crate::subscriber::applying::Subscription;
+use ddl_server::errors::OrInternal;
 use ddl_server::function_info_v1;
 use ddl_server::guc;
 use pgrx::pg_sys;
@@ -88,7 +89,7 @@ fn new_peer_tables() -> Vec<(pg_sys::Oid, String, String)> {
     Spi::connect(|client| {
         let rows = client
             .select(&new_peer_tables_sql(), None, &[])
-            .unwrap_or_else(|e| error!("ddl_sync: cannot look up peer subscriptions: {e}"));
+            .or_internal("cannot look up peer subscriptions");
         rows.filter_map(|row| {
             Some((
                 row.get::<pg_sys::Oid>(1).ok()??,

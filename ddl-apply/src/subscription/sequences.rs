@@ -11,6 +11,7 @@
 //! moves a sequence that is still behind.
 
 use crate::subscriber::connection::Publisher;
+use ddl_server::errors;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 
@@ -55,7 +56,12 @@ pub(super) fn publisher_values(publisher: &Publisher) -> Vec<(String, String, i6
               WHERE last_value IS NOT NULL AND schemaname OPERATOR(pg_catalog.<>) 'ddl_sync'",
             3,
         )
-        .unwrap_or_else(|e| error!("could not read the publisher's sequences: {e}"))
+        .unwrap_or_else(|e| {
+            errors::raise(
+                PgSqlErrorCode::ERRCODE_CONNECTION_FAILURE,
+                format_args!("could not read the publisher's sequences: {e}"),
+            )
+        })
         .into_iter()
         .filter_map(|row| {
             let mut row = row.into_iter();

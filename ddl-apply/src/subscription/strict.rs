@@ -15,6 +15,7 @@
 //! DETAIL: the table, the column, what the publisher says and what the subscriber says.
 
 use crate::subscriber::connection::{literal, Publisher};
+use ddl_server::errors::OrInternal;
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::prelude::*;
@@ -176,7 +177,7 @@ fn local_shape(schemas: Vec<String>, relnames: Vec<String>, subid: pg_sys::Oid) 
             }
             Ok::<_, pgrx::spi::Error>(shape(rows))
         })
-        .unwrap_or_else(|e| error!("ddl_sync: cannot describe the subscribed tables: {e}"))
+        .or_internal("cannot describe the subscribed tables")
     })
 }
 
