@@ -16,9 +16,6 @@
 //!
 //! The tables, views and triggers are written in SQL under `sql/`.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 use pgrx::prelude::*;
 
 mod local_change;

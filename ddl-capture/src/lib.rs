@@ -18,9 +18,6 @@
 //!
 //! This crate is linked into `ddl_pgoutput.so`, which must be in `shared_preload_libraries`.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 mod collection;
 mod definition;
 mod direct;

@@ -20,9 +20,6 @@
 //!        'proto_version', '1', 'publication_names', 'p');
 //! ```
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 mod events;
 mod pgoutput;
 mod session;

@@ -33,9 +33,6 @@
 //!   layouts it depends on, pinned;
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-
 pub mod bindings;
 pub mod contract;
 pub mod event_row;
