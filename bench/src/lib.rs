@@ -36,6 +36,8 @@
 //! `events` reads the DDL events of a `ddl_pgoutput` stream, `migration` generates the migration
 //! that `apply` replays.
 
+#![forbid(unsafe_code)]
+
 mod apply;
 mod capture;
 mod copy;

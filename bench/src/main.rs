@@ -1,6 +1,8 @@
 //! `ddl-bench <wire|decode|capture|apply|copy|instructions|decode-instructions> [options]`: what `cargo xtask bench` runs, in release
 //! mode, once it has prepared the machine (see the crate's documentation).
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

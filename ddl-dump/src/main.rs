@@ -12,6 +12,8 @@
 //! `--verify` found a message that does not re-encode to its bytes, 2 the input is cut short or
 //! invalid (or cannot be read, or pg_recvlogical failed), 64 usage.
 
+#![forbid(unsafe_code)]
+
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};

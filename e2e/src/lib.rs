@@ -1,6 +1,7 @@
 //! Shared pieces of the end-to-end tests: they run against real PostgreSQL 15 clusters made by
 //! `ddl-testkit`, with `ddl_pgoutput` and `ddl_sync` installed in the server's directories
 //! (`cargo xtask install --debug`, which `cargo xtask test` runs first).
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod attacks;

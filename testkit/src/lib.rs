@@ -35,6 +35,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod cluster;

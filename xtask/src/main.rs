@@ -26,6 +26,8 @@
 //! cargo xtask regress [--groups N]  PostgreSQL's regression suite through replication -> FIDELITY.md
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod cmd;
 mod deb;

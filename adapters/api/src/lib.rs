@@ -25,6 +25,7 @@
 //! registry.register(Box::new(Upper));
 //! assert_eq!(registry.get("shouty").map(|a| a.name()), Some("upper"));
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 mod context;

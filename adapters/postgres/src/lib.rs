@@ -6,6 +6,7 @@
 //! let adapter = ddl_adapter_postgres::PostgresAdapter;
 //! assert_eq!(adapter.dialect(), "postgres");
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use ddl_adapter::{Adapter, Context, Host, Outcome};

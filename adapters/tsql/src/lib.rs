@@ -9,6 +9,7 @@
 //! let adapter = ddl_adapter_tsql::TsqlSimpleAdapter;
 //! assert_eq!((adapter.name(), adapter.dialect()), ("tsql-simple", "tsql"));
 //! ```
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 use ddl_adapter::{Adapter, Context, Host, Outcome};

@@ -5,6 +5,8 @@
 //! wire-bench --v1 FILE [--streamed FILE] [--runs N] [--markdown OUT] [--only PARSER]
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
