@@ -1,4 +1,5 @@
-//! `cargo xtask test`: everything CI checks, in the order that fails fastest.
+//! `cargo xtask test`: everything CI checks, in the order that fails fastest (formatting and the
+//! house rules of [`tidy`] first).
 //!
 //! Crates without pgrx run under plain `cargo test` (ddl-wire, ddl-dump, ddl-filter and
 //! pg-dump-archive need no PostgreSQL at all; testkit starts its own clusters); the pgrx crates
@@ -11,7 +12,7 @@
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
-use crate::{golden, project_root, setup, Result};
+use crate::{golden, project_root, setup, tidy, Result};
 
 /// Crates whose tests run under plain `cargo test` (the unit tests of ddl-capture and ddl-server
 /// need no server).
@@ -47,6 +48,7 @@ pub fn run(args: &[&str]) -> Result {
         .args(["fmt", "--all", "--check"])
         .dir(&root)
         .run()?;
+    tidy::run(&[])?;
     Cmd::new("cargo")
         .args([
             "clippy",
