@@ -35,8 +35,8 @@
 
 pub mod bindings;
 pub mod contract;
-pub mod event_row;
 pub mod errors;
+pub mod event_row;
 pub mod event_trigger;
 pub mod extension_tables;
 pub mod guc;
