@@ -309,10 +309,20 @@ impl Traffic {
         Ok(Traffic { child })
     }
 
-    /// Stops pgbench (SIGINT, as Ctrl-C: committed transactions stay).
-    fn stop(self) -> Result {
+    /// Stops pgbench with SIGTERM (committed transactions stay). Not SIGINT: a process started
+    /// from a non-interactive background shell (`nohup`, `cmd &` in a script, some CI runners)
+    /// inherits SIGINT as ignored, and pgbench would run on for its whole `-T`. SIGKILL if it
+    /// has not ended after a few seconds, so that the demo never waits for it.
+    fn stop(mut self) -> Result {
         let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+        }
         let out = self
             .child
             .wait_with_output()
