@@ -2,9 +2,10 @@
 //! burst does to the replication lag of ordinary DML, into the `## Apply` section of
 //! BENCHMARKS.md.
 //!
-//! Targets (from the issue): a 1,000-statement migration mixed with DML, subscriber apply time /
-//! publisher execution time <= 1.5; the lag of DML during a DDL burst, against the same run
-//! without DDL (no target: the figures are reported).
+//! Targets (issue #31): a 1,000-statement migration mixed with DML, subscriber apply time /
+//! publisher execution time <= 1.0 (the subscriber keeps up); the lag of DML during a DDL
+//! burst, against the same run without DDL (reported; #31 wants its p95 at most the burst's own
+//! replay time).
 //!
 //! Two throwaway clusters: the publisher preloads `ddl_pgoutput`, has `ddl_sync` and a
 //! publication `FOR ALL TABLES WITH (ddl = 'all')`; the subscriber has `ddl_sync` and a native
@@ -44,8 +45,9 @@ use std::time::{Duration, Instant};
 const USAGE: &str =
     "usage: cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]";
 
-/// Target from the issue: subscriber apply time / publisher execution time.
-const RATIO_TARGET: f64 = 1.5;
+/// Target of issue #31: subscriber apply time / publisher execution time. (It had been lowered
+/// to 1.5 along the way; a target is the issue's, met or not.)
+const RATIO_TARGET: f64 = 1.0;
 
 const PUBLICATION: &str = "bench";
 const SUBSCRIPTION: &str = "bench";
