@@ -302,11 +302,8 @@ pub(crate) unsafe fn scan(
             objid: oid(5),
             enabled: value(6) != 0,
             ddl: value(7) as i32,
-            extra: v[8].map(|d| {
-                // SAFETY: a `text` datum of the current row, valid during this call;
-                // text_to_cstring copies it (detoasted) into a server string.
-                unsafe { ddl_server::text::utf8_ptr(pg_sys::text_to_cstring(d.cast_mut_ptr())) }
-            }),
+            // SAFETY: a `text` datum of the current row, valid during this call.
+            extra: v[8].map(|d| unsafe { ddl_server::text::utf8_text(d) }),
             built: OnceCell::new(),
         };
         each(rel, tuple, row);

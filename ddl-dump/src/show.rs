@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
-/// An LSN as PostgreSQL prints a `pg_lsn`: the high and low 32 bits in hex, `16/B374D848`.
+/// An LSN as PostgreSQL 15 to 18 print a `pg_lsn` (`ddl_wire::Lsn`): the high and low 32 bits in
+/// hex, `16/B374D848`.
 pub fn lsn(lsn: u64) -> String {
-    format!("{:X}/{:X}", lsn >> 32, lsn & 0xFFFF_FFFF)
+    ddl_wire::Lsn(lsn).to_string()
 }
 
 /// Days from 1970-01-01 to 2000-01-01, PostgreSQL's epoch.

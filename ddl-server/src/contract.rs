@@ -12,6 +12,7 @@
 
 use pgrx::pg_sys;
 use std::ffi::CStr;
+use std::sync::OnceLock;
 
 /// The plugin library, as the extension's SQL and `ddl_sync.so` name it.
 pub const PLUGIN_LIBRARY: &CStr = c"$libdir/ddl_pgoutput";
@@ -61,12 +62,14 @@ pub const PLUGIN_READS: [(&CStr, &[&CStr]); 2] = [
     (c"adapter", &ADAPTER_FUNCTION_COLUMNS),
 ];
 
-/// [`SET_REPLAY_ORIGIN`] of the plugin library, when it is installed.
+/// [`SET_REPLAY_ORIGIN`] of the plugin library, when it has it. Looked up once per process (a
+/// loaded library is never unloaded): each lookup checks the file on disk, and the replay
+/// calls it twice per event.
 pub fn set_replay_origin() -> Option<SetReplayOrigin> {
+    static SETTER: OnceLock<Option<SetReplayOrigin>> = OnceLock::new();
     // SAFETY: looks up a function the library exports with this signature (checked where it
-    // is defined); load_external_function loads the library once per process and gives NULL,
-    // not an ERROR, with signalNotFound false.
-    unsafe {
+    // is defined); with signalNotFound false a missing symbol gives NULL, not an ERROR.
+    *SETTER.get_or_init(|| unsafe {
         let f = pg_sys::load_external_function(
             PLUGIN_LIBRARY.as_ptr(),
             SET_REPLAY_ORIGIN.as_ptr(),
@@ -74,5 +77,5 @@ pub fn set_replay_origin() -> Option<SetReplayOrigin> {
             std::ptr::null_mut(),
         );
         (!f.is_null()).then(|| std::mem::transmute::<*mut std::ffi::c_void, SetReplayOrigin>(f))
-    }
+    })
 }

@@ -86,11 +86,8 @@ impl EventRow {
                 // later build for with 64-bit Datums.
                 SqlType::Int8 => Owned::Int8(datum.value() as i64),
                 SqlType::PgLsn => Owned::Lsn(Lsn(datum.value() as u64)),
-                // SAFETY: a text datum of the row (detoasted by text_to_cstring), converted in
-                // the current memory context.
-                SqlType::Text => Owned::Text(unsafe {
-                    text::utf8_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr()))
-                }),
+                // SAFETY: a text datum of the row, converted in the current memory context.
+                SqlType::Text => Owned::Text(unsafe { text::utf8_text(datum) }),
             });
         }
         // ReleaseTupleDesc: the reference lookup_rowtype_tupdesc took, given back once (a

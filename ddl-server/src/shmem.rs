@@ -118,15 +118,17 @@ unsafe fn chain(
 /// subscription's error): the object's database and OID, so that each database sees only its
 /// own objects; 0 marks a free slot.
 pub fn slot_key(object: pg_sys::Oid) -> u64 {
-    // SAFETY: a backend global, set once when the backend connects to its database.
-    let database = unsafe { pg_sys::MyDatabaseId };
-    (u64::from(u32::from(database)) << 32) | u64::from(u32::from(object))
+    (this_database() << 32) | u64::from(u32::from(object))
 }
 
 /// The object of a slot's key ([`slot_key`]) when the slot is in use by this database.
 pub fn slot_object_here(key: u64) -> Option<pg_sys::Oid> {
-    (key != 0 && key >> 32 == slot_key(pg_sys::InvalidOid) >> 32)
-        .then(|| pg_sys::Oid::from(key as u32))
+    (key != 0 && key >> 32 == this_database()).then(|| pg_sys::Oid::from(key as u32))
+}
+
+fn this_database() -> u64 {
+    // SAFETY: a backend global, set once when the backend connects to its database.
+    u64::from(u32::from(unsafe { pg_sys::MyDatabaseId }))
 }
 
 /// The slot of `keys` (each slot's key, in order) that holds `key`, else the first free one;

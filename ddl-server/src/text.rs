@@ -34,6 +34,16 @@ pub unsafe fn utf8_ptr(s: *const c_char) -> String {
     unsafe { utf8(CStr::from_ptr(s)) }
 }
 
+/// A `text` datum from the server, detoasted and in UTF-8.
+///
+/// # Safety
+/// `datum` is a `text` datum valid for the call; in a backend.
+pub unsafe fn utf8_text(datum: pg_sys::Datum) -> String {
+    // SAFETY: the caller's promise; text_to_cstring copies it (detoasted) into a server string
+    // in the current memory context.
+    unsafe { utf8_ptr(pg_sys::text_to_cstring(datum.cast_mut_ptr())) }
+}
+
 /// `s` (UTF-8, from a record) in the database encoding: a pointer and length valid for the
 /// current memory context (`s` itself when nothing changes), not NUL-terminated. A character the
 /// database encoding cannot hold is PostgreSQL's ERROR, as for any text converted into it.

@@ -145,7 +145,8 @@ fn replay(
         sql,
         search_path,
         role: role_name,
-        session_user: role_name,
+        // Not among 0.3.0's arguments; the replay does not read it.
+        session_user: "",
         database: database_name,
         tables: None,
         settings: None,

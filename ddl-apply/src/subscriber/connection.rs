@@ -134,11 +134,7 @@ impl Publisher {
                     .map(|at| {
                         let mut isnull = false;
                         let datum = pg_sys::slot_getattr(slot, at, &mut isnull);
-                        (!isnull).then(|| {
-                            ddl_server::text::utf8_ptr(pg_sys::text_to_cstring(
-                                datum.cast_mut_ptr(),
-                            ))
-                        })
+                        (!isnull).then(|| ddl_server::text::utf8_text(datum))
                     })
                     .collect();
                 rows.push(row);
