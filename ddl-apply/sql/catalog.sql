@@ -99,6 +99,7 @@ CREATE TABLE ddl_sync.events (
     role_rights       text,
     bindings          text,
     capturing_sysid   bigint,
+    sent_generated_columns text,
     -- A statement is named by the node where it first ran and its LSN there, so the same DDL
     -- arriving twice (two subscriptions, a cascade) is one row.
     CONSTRAINT events_pkey PRIMARY KEY (origin_sysid, origin_lsn),
@@ -142,3 +143,5 @@ COMMENT ON COLUMN ddl_sync.events.tables IS
     'the tables the statement created or changed, as CREATE TABLE of the columns a row has; a subscriber makes from it what the statement did not';
 COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
     'system identifier of the node whose capture sealed the statement: its origin, or in a cascade the last node that replayed and passed it on; NULL when not known';
+COMMENT ON COLUMN ddl_sync.events.sent_generated_columns IS
+    'the stored generated columns of the statement''s table whose values the stream that carried it sends, one name per line; a subscriber makes them plain columns; NULL when not known';

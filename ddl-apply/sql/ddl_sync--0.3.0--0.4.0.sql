@@ -7,7 +7,8 @@
 -- 0.4.0: the event a subscription is stuck on, and an operator's decision about it; each
 -- event says which tables its statement left on the publisher, and a subscriber makes those the
 -- statement did not make here (src/replay/tables.rs); a table created here is registered in the
--- subscriptions to this node's peers (src/subscription/peers.rs).
+-- subscriptions to this node's peers (src/subscription/peers.rs); each event says which node's
+-- capture sealed it and which stored generated columns the stream that carried it sends.
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
 CREATE TABLE ddl_sync.event_resolution (
@@ -78,6 +79,9 @@ COMMENT ON COLUMN ddl_sync.events.tables IS
 ALTER TABLE ddl_sync.events ADD COLUMN capturing_sysid bigint;
 COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
     'system identifier of the node whose capture sealed the statement: its origin, or in a cascade the last node that replayed and passed it on; NULL when not known';
+ALTER TABLE ddl_sync.events ADD COLUMN sent_generated_columns text;
+COMMENT ON COLUMN ddl_sync.events.sent_generated_columns IS
+    'the stored generated columns of the statement''s table whose values the stream that carried it sends, one name per line; a subscriber makes them plain columns; NULL when not known';
 
 DROP FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, bigint, text, text);
 -- The replay reads the row as a whole, by ddl-wire's event schema (0.3.0's function of eleven

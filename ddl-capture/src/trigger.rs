@@ -284,7 +284,7 @@ unsafe fn bindings(uses: &mut Vec<pg_sys::ObjectAddress>) -> String {
         objectSubId: 0,
     }));
     // SAFETY: the caller's promise.
-    ddl_wire::encode_bindings(
+    ddl_wire::encode_name_set(
         uses.iter()
             .filter_map(|o| unsafe { ddl_server::bindings::identity(o) }),
     )
@@ -482,12 +482,7 @@ fn namespace_oid(schema: &str) -> u32 {
         return 0;
     }
     // The name went to UTF-8 for the record; the catalog has it in the database encoding.
-    // SAFETY: in the capture's transaction.
-    match unsafe { ddl_server::text::server_cstring(schema) } {
-        // SAFETY: a syscache lookup of a NUL-terminated name (missing_ok).
-        Some(name) => u32::from(unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) }),
-        None => 0,
-    }
+    ddl_server::relcache::namespace_named(schema).map_or(0, u32::from)
 }
 
 /// The statement's text in UTF-8 (records are UTF-8 whatever the server encoding).

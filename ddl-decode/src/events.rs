@@ -7,7 +7,7 @@
 //! BEGIN, RELATION, the xid prefix of streamed blocks and the INSERT are then all pgoutput's,
 //! and a DDL-only transaction arrives as BEGIN/RELATION/INSERT/COMMIT like any other.
 
-use crate::pgoutput;
+use crate::{generated, pgoutput};
 use ddl_wire::{DdlEvent, DdlRecord, Lsn, Value, EVENT_COLUMNS};
 use pgrx::pg_sys;
 use pgrx::pg_sys::ffi::pg_guard_ffi_boundary;
@@ -50,8 +50,14 @@ pub unsafe fn send(
     // SAFETY: `scratch` is the session's context, a child of the decoding context's, so alive
     // while this callback runs; switched back below (on an ERROR, the abort switches back).
     let old = unsafe { pg_sys::MemoryContextSwitchTo(scratch) };
+    let mut event = DdlEvent::from_record(record, Lsn(lsn));
+    // SAFETY: in the callback's transaction; what it allocates goes with `scratch`.
+    let sent = crate::session::with(|s| unsafe {
+        generated::sent_generated_columns(&event, &s.publications)
+    });
+    event.sent_generated_columns = sent.as_deref();
     // SAFETY: `rel` is open; the tuple is made in `scratch`.
-    let tuple = unsafe { form_tuple(rel, lsn, record) };
+    let tuple = unsafe { form_tuple(rel, &event) };
     // SAFETY: the caller's promise: `ctx` is live, and its reorder buffer gives a zeroed change
     // of our own, filled as decode.c fills an INSERT's; `txn` and `emitting` are the caller's.
     let (rb, change) = unsafe {
@@ -95,16 +101,12 @@ pub unsafe fn send(
 }
 
 /// The row: each column of `ddl_sync.events` that ddl-wire's event schema names gets the
-/// record's event value ([`DdlEvent::from_record`]), found by name; the subscriber's
-/// apply-status columns, and a column of another type than the schema's, stay NULL.
+/// event's value, found by name; the subscriber's apply-status columns, and a column of
+/// another type than the schema's, stay NULL.
 ///
 /// # Safety
 /// `rel` is the open `ddl_sync.events`; in a transaction.
-unsafe fn form_tuple(
-    rel: pg_sys::Relation,
-    lsn: pg_sys::XLogRecPtr,
-    record: &DdlRecord<'_>,
-) -> pg_sys::HeapTuple {
+unsafe fn form_tuple(rel: pg_sys::Relation, event: &DdlEvent<'_>) -> pg_sys::HeapTuple {
     // SAFETY: the caller's promise: the open relation's descriptor, of `natts` attributes.
     let (desc, attrs) = unsafe {
         let desc = (*rel).rd_att;
@@ -113,7 +115,7 @@ unsafe fn form_tuple(
     let natts = attrs.len();
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
-    let event = DdlEvent::from_record(record, Lsn(lsn)).values();
+    let event = event.values();
     for (i, attr) in attrs.iter().enumerate() {
         if attr.attisdropped {
             continue;

@@ -21,6 +21,7 @@
 //! ```
 
 mod events;
+mod generated;
 mod pgoutput;
 mod session;
 

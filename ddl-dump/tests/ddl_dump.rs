@@ -650,6 +650,7 @@ fn event_value(column: &str) -> &'static [u8] {
         "role_rights" => b"NOSUPERUSER",
         "bindings" => b"",
         "capturing_sysid" => b"7301234567890123456",
+        "sent_generated_columns" => b"",
         other => panic!("no value for {other}"),
     }
 }

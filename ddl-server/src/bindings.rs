@@ -1,5 +1,5 @@
 //! What a statement bound by name, described the same way on every node: the capture lists
-//! it in the record (`ddl_wire::encode_bindings`), the replay describes its own run of the
+//! it in the record (`ddl_wire::encode_name_set`), the replay describes its own run of the
 //! text and compares (ddl-apply's `replay/bound.rs`).
 //!
 //! "Bound" is read from the catalogs, not from the text: the objects a statement made (or, for
@@ -7,7 +7,8 @@
 //! PostgreSQL recorded for them (`pg_depend`, deptype `n`: the functions, operators, types,
 //! collations, relations, text search objects and operator classes an expression or a
 //! definition uses; automatic and internal dependencies are a table's own parts), plus the
-//! functions the statement ran. Built-in objects are left out (see `ddl_wire::encode_bindings`).
+//! functions the statement ran. Built-in objects (OIDs below 16384, made by initdb) are left
+//! out: they are the same on every node of a major and no role can change them.
 //! A relation's columns are read from its descriptor rather than `pg_depend`: the same answer
 //! for the commonest statement, for less.
 

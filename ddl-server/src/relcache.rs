@@ -1,4 +1,5 @@
-//! Relations from the relcache, open for as long as a closure needs them.
+//! Relations and schemas: found by name in the catalog caches, and open from the relcache for
+//! as long as a closure needs them.
 
 use pgrx::pg_sys;
 
@@ -15,4 +16,107 @@ pub fn with_relation<T>(relid: pg_sys::Oid, f: impl FnOnce(pg_sys::Relation) -> 
     // resource owner, which releases it at abort).
     unsafe { pg_sys::RelationClose(rel) };
     Some(out)
+}
+
+/// The relation named by the schema-qualified identity `identity` (`schema.name`, each part
+/// quoted as `quote_identifier` quotes it: the form of an event's `object_identity`), or
+/// `None` when there is none, or `identity` is not of that form (a column's identity has three
+/// parts). Answered from the catalog caches without a lock, and for an identity this database
+/// wrote it raises no ERROR (no parser, no search_path): the output plugin asks it while
+/// decoding, where an ERROR would stop the stream.
+pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
+    let [schema, name] = <[String; 2]>::try_from(identity_parts(identity)?).ok()?;
+    relation_in(namespace_named(&schema)?, &name)
+}
+
+/// The schema named `name` (UTF-8, as events carry names), from the catalog caches; `None`
+/// when there is none.
+pub fn namespace_named(name: &str) -> Option<pg_sys::Oid> {
+    // SAFETY: in the caller's transaction; a syscache lookup of a NUL-terminated name in the
+    // database encoding, missing_ok.
+    let namespace = unsafe {
+        let name = crate::text::server_cstring(name)?;
+        pg_sys::get_namespace_oid(name.as_ptr(), true)
+    };
+    (namespace != pg_sys::InvalidOid).then_some(namespace)
+}
+
+/// The relation named `name` (UTF-8) in schema `namespace`, from the catalog caches; `None`
+/// when there is none.
+pub fn relation_in(namespace: pg_sys::Oid, name: &str) -> Option<pg_sys::Oid> {
+    // SAFETY: as for [`namespace_named`].
+    let relid = unsafe {
+        let name = crate::text::server_cstring(name)?;
+        pg_sys::get_relname_relid(name.as_ptr(), namespace)
+    };
+    (relid != pg_sys::InvalidOid).then_some(relid)
+}
+
+/// The parts of a dotted identity as `quote_identifier` writes each (`"a""b".c`: `a"b`, `c`);
+/// `None` for text it does not write (an unclosed quote, an empty part).
+fn identity_parts(identity: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    let mut chars = identity.chars().peekable();
+    loop {
+        let mut part = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            loop {
+                match chars.next()? {
+                    '"' if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        part.push('"');
+                    }
+                    '"' => break,
+                    c => part.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == '.' || c == '"' {
+                    break;
+                }
+                part.push(c);
+                chars.next();
+            }
+        }
+        if part.is_empty() {
+            return None;
+        }
+        parts.push(part);
+        match chars.next() {
+            None => return Some(parts),
+            Some('.') => continue,
+            Some(_) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::identity_parts as parts;
+
+    fn owned(parts: &[&str]) -> Option<Vec<String>> {
+        Some(parts.iter().map(|p| p.to_string()).collect())
+    }
+
+    #[test]
+    fn splits_identities_as_quote_identifier_writes_them() {
+        assert_eq!(parts("public.t"), owned(&["public", "t"]));
+        assert_eq!(
+            parts("\"My Schema\".\"a\"\"b.c\""),
+            owned(&["My Schema", "a\"b.c"])
+        );
+        assert_eq!(parts("public.t.col"), owned(&["public", "t", "col"]));
+        assert_eq!(parts("t"), owned(&["t"]));
+    }
+
+    #[test]
+    fn refuses_what_quote_identifier_does_not_write() {
+        for bad in [
+            "", ".", "a.", ".a", "\"a", "a\"b\"", "\"a\"b", "a..b", "\"\".a",
+        ] {
+            assert_eq!(parts(bad), None, "{bad:?}");
+        }
+    }
 }

@@ -401,29 +401,6 @@ pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "false";
 #[cfg(not(feature = "pg15"))]
 pub const SUBSCRIPTION_ORIGIN_NONE_SQL: &str = "s.suborigin OPERATOR(pg_catalog.=) 'none'";
 
-/// The names of a qualified name in `s` (`schema.name`, quoted as PostgreSQL quotes
-/// identifiers), as a List of String nodes; ERRORs on invalid syntax, as `to_regclass` does.
-/// 16 added the soft-error context, which this passes as none.
-///
-/// # Safety
-/// `s` is a NUL-terminated string in the database encoding; in a backend.
-#[cfg(feature = "pg15")]
-pub unsafe fn qualified_name_list(s: *const std::ffi::c_char) -> *mut pg_sys::List {
-    // SAFETY: the caller's promise.
-    unsafe { pg_sys::stringToQualifiedNameList(s) }
-}
-/// The names of a qualified name in `s` (`schema.name`, quoted as PostgreSQL quotes
-/// identifiers), as a List of String nodes; ERRORs on invalid syntax, as `to_regclass` does.
-/// 16 added the soft-error context, which this passes as none.
-///
-/// # Safety
-/// `s` is a NUL-terminated string in the database encoding; in a backend.
-#[cfg(not(feature = "pg15"))]
-pub unsafe fn qualified_name_list(s: *const std::ffi::c_char) -> *mut pg_sys::List {
-    // SAFETY: the caller's promise; no soft-error context: errors are raised.
-    unsafe { pg_sys::stringToQualifiedNameList(s, std::ptr::null_mut()) }
-}
-
 /// Whether the `pg_subscription` row `tuple` (from the SUBSCRIPTIONNAME catalog cache) takes
 /// only the changes that originated on its publisher (`origin = none`): 16 added the option.
 ///
@@ -528,3 +505,110 @@ pub const ALTER_SUBSCRIPTION_REFRESH_PUBLICATION: pg_sys::AlterSubscriptionType:
 #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
 pub const ALTER_SUBSCRIPTION_REFRESH_PUBLICATION: pg_sys::AlterSubscriptionType::Type =
     pg_sys::AlterSubscriptionType::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION;
+
+/// Whether a publication can send the values of stored generated columns (18 added
+/// `publish_generated_columns` and generated columns in column lists).
+pub const PUBLICATIONS_SEND_GENERATED_COLUMNS: bool = cfg!(not(any(
+    feature = "pg15",
+    feature = "pg16",
+    feature = "pg17"
+)));
+
+/// Whether publication `publication` sends the stored generated columns of a table it has no
+/// column list for (`publish_generated_columns = stored`, new in 18).
+///
+/// # Safety
+/// `publication` is a live `Publication` (`GetPublicationByName`).
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn publishes_stored_generated(_publication: *mut pg_sys::Publication) -> bool {
+    false
+}
+/// Whether publication `publication` sends the stored generated columns of a table it has no
+/// column list for (`publish_generated_columns = stored`, new in 18).
+///
+/// # Safety
+/// `publication` is a live `Publication` (`GetPublicationByName`).
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+pub unsafe fn publishes_stored_generated(publication: *mut pg_sys::Publication) -> bool {
+    // SAFETY: the caller's promise.
+    let kind = unsafe { (*publication).pubgencols_type };
+    kind == pg_sys::PublishGencolsType::PUBLISH_GENCOLS_STORED
+}
+
+/// The column list (attribute numbers) publication `publication` has for relation `relid`, in
+/// the current memory context; `None` when it has none. Before 18 a column list cannot name a
+/// generated column, the one use of this: `None`.
+///
+/// # Safety
+/// `publication` is a live `Publication`; in a transaction.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub unsafe fn column_list(
+    _publication: *mut pg_sys::Publication,
+    _relid: pg_sys::Oid,
+) -> Option<*mut pg_sys::Bitmapset> {
+    None
+}
+/// The column list (attribute numbers) publication `publication` has for relation `relid`, in
+/// the current memory context; `None` when it has none. Before 18 a column list cannot name a
+/// generated column, the one use of this: `None`.
+///
+/// # Safety
+/// `publication` is a live `Publication`; in a transaction.
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+pub unsafe fn column_list(
+    publication: *mut pg_sys::Publication,
+    relid: pg_sys::Oid,
+) -> Option<*mut pg_sys::Bitmapset> {
+    let mut columns: *mut pg_sys::Bitmapset = std::ptr::null_mut();
+    // SAFETY: the caller's promise; a catalog cache lookup of (relid, publication).
+    let has = unsafe {
+        pg_sys::check_and_fetch_column_list(
+            publication,
+            relid,
+            pg_sys::CurrentMemoryContext,
+            &mut columns,
+        )
+    };
+    has.then_some(columns)
+}
+
+/// The publications that name relation `relid` itself (`FOR TABLE`), as a List of OIDs. 19
+/// renamed the function when a publication could also except a table.
+///
+/// # Safety
+/// In a transaction.
+#[cfg(not(feature = "pg19"))]
+pub unsafe fn relation_publications(relid: pg_sys::Oid) -> *mut pg_sys::List {
+    // SAFETY: the caller's promise.
+    unsafe { pg_sys::GetRelationPublications(relid) }
+}
+/// The publications that name relation `relid` itself (`FOR TABLE`), as a List of OIDs. 19
+/// renamed the function when a publication could also except a table.
+///
+/// # Safety
+/// In a transaction.
+#[cfg(feature = "pg19")]
+pub unsafe fn relation_publications(relid: pg_sys::Oid) -> *mut pg_sys::List {
+    // SAFETY: the caller's promise.
+    unsafe { pg_sys::GetRelationIncludedPublications(relid) }
+}
+
+/// Whether publication `publication` excepts relation `relid` (`FOR ALL TABLES EXCEPT`, new in
+/// 19).
+///
+/// # Safety
+/// In a transaction.
+#[cfg(not(feature = "pg19"))]
+pub unsafe fn publication_excepts(_publication: pg_sys::Oid, _relid: pg_sys::Oid) -> bool {
+    false
+}
+/// Whether publication `publication` excepts relation `relid` (`FOR ALL TABLES EXCEPT`, new in
+/// 19).
+///
+/// # Safety
+/// In a transaction.
+#[cfg(feature = "pg19")]
+pub unsafe fn publication_excepts(publication: pg_sys::Oid, relid: pg_sys::Oid) -> bool {
+    // SAFETY: the caller's promise; a List of OIDs.
+    unsafe { pg_sys::list_member_oid(pg_sys::GetRelationExcludedPublications(relid), publication) }
+}

@@ -5,7 +5,6 @@ use nom::combinator::map;
 use crate::prepare::{parse_prepared_txn, PreparedTxn};
 use crate::primitive::{put_u8, PResult};
 use crate::tags::BEGIN_PREPARE_TAG;
-use crate::PgStr;
 
 /// Begin Prepare: a transaction that will end in Prepare follows (`two_phase = true`,
 /// protocol 3 and up).
@@ -30,20 +29,6 @@ pub(crate) fn parse(i: &[u8]) -> PResult<'_, BeginPrepareBody<'_>> {
 
 /// Writes a Begin Prepare message (`logicalrep_write_begin_prepare`). Unlike Prepare, it has
 /// no flags byte.
-pub fn write_begin_prepare(
-    prepare_lsn: u64,
-    end_lsn: u64,
-    prepare_time: i64,
-    xid: u32,
-    gid: PgStr<'_>,
-    out: &mut Vec<u8>,
-) {
-    BeginPrepareBody(PreparedTxn {
-        prepare_lsn,
-        end_lsn,
-        prepare_time,
-        xid,
-        gid,
-    })
-    .encode(out);
+pub fn write_begin_prepare(txn: &PreparedTxn<'_>, out: &mut Vec<u8>) {
+    BeginPrepareBody(*txn).encode(out);
 }

@@ -4,6 +4,7 @@ use std::iter::FusedIterator;
 
 use nom::bytes::complete::take;
 
+use crate::file_reader::{Cut, FileReader};
 use crate::primitive::{be_u32, put_u32, to_error, PResult};
 use crate::{Error, ErrorKind, Message, ProtocolContext, StreamDecoder};
 
@@ -18,55 +19,41 @@ use crate::{Error, ErrorKind, Message, ProtocolContext, StreamDecoder};
 /// [`position`](FramedReader::position) at the start of that frame. After an error the
 /// iterator ends.
 #[derive(Debug, Clone)]
-pub struct FramedReader<'a> {
-    buf: &'a [u8],
-    position: usize,
-    number: u64,
-    decoder: StreamDecoder,
-    failed: bool,
-}
+pub struct FramedReader<'a>(FileReader<'a>);
 
 impl<'a> FramedReader<'a> {
     /// A reader of the file contents `buf`, whose stream was started with the options in
     /// `ctx`.
     pub fn new(buf: &'a [u8], ctx: ProtocolContext) -> FramedReader<'a> {
-        FramedReader {
-            buf,
-            position: 0,
-            number: 0,
-            decoder: StreamDecoder::new(ctx),
-            failed: false,
-        }
+        FramedReader(FileReader::new(buf, ctx))
     }
 
     /// The offset of the next frame.
     pub fn position(&self) -> usize {
-        self.position
+        self.0.position
     }
 
     /// The decoder's state.
     pub fn decoder(&self) -> &StreamDecoder {
-        &self.decoder
+        &self.0.decoder
     }
+}
 
-    fn read(&mut self, rest: &'a [u8]) -> Result<(usize, Message<'a>), Error> {
-        let (after, payload) =
-            frame(rest).map_err(|e| to_error(e, rest.len(), None).shifted(self.position))?;
-        let payload_at = self.position.saturating_add(4);
-        let message = self.decoder.decode(payload).map_err(|e| {
-            let e = if e.is_incomplete() {
-                // The frame is whole: more bytes cannot help.
-                Error::new(ErrorKind::ShortFrame, e.offset(), e.message_tag())
-            } else {
-                e
-            };
-            e.shifted(payload_at)
-        })?;
-        self.position = self
-            .position
-            .saturating_add(rest.len().saturating_sub(after.len()));
-        Ok((payload_at, message))
-    }
+/// One frame's message, the frame starting at file offset `at`.
+fn read<'a>(decoder: &mut StreamDecoder, at: usize, rest: &'a [u8]) -> Cut<'a> {
+    let (after, payload) = frame(rest).map_err(|e| to_error(e, rest.len(), None).shifted(at))?;
+    let payload_at = at.saturating_add(4);
+    let message = decoder.decode(payload).map_err(|e| {
+        let e = if e.is_incomplete() {
+            // The frame is whole: more bytes cannot help.
+            Error::new(ErrorKind::ShortFrame, e.offset(), e.message_tag())
+        } else {
+            e
+        };
+        e.shifted(payload_at)
+    })?;
+    let end = at.saturating_add(rest.len().saturating_sub(after.len()));
+    Ok((payload_at, message, end))
 }
 
 fn frame(i: &[u8]) -> PResult<'_, &[u8]> {
@@ -78,16 +65,7 @@ impl<'a> Iterator for FramedReader<'a> {
     type Item = Result<(usize, Message<'a>), Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
-            return None;
-        }
-        let rest = self.buf.get(self.position..).filter(|r| !r.is_empty())?;
-        self.number = self.number.saturating_add(1);
-        let result = self.read(rest);
-        if result.is_err() {
-            self.failed = true;
-        }
-        Some(result.map_err(|e| e.in_message(self.number)))
+        self.0.next_with(read)
     }
 }
 

@@ -70,7 +70,6 @@
 
 mod begin;
 mod begin_prepare;
-mod bindings;
 mod commit;
 mod commit_prepared;
 mod context;
@@ -78,10 +77,12 @@ mod decoder;
 mod delete;
 mod error;
 mod event;
+mod file_reader;
 mod framed;
 mod insert;
 mod logical_message;
 mod message;
+mod name_set;
 mod origin;
 mod pg_str;
 mod prepare;
@@ -106,7 +107,6 @@ mod update;
 pub use crate::{
     begin::{write_begin, BeginBody},
     begin_prepare::{write_begin_prepare, BeginPrepareBody},
-    bindings::{encode_bindings, parse_bindings, BindingsError},
     commit::{write_commit, CommitBody},
     commit_prepared::{write_commit_prepared, CommitPreparedBody},
     context::{ProtocolContext, Streaming},
@@ -121,6 +121,7 @@ pub use crate::{
     insert::{write_insert, InsertBody},
     logical_message::{write_logical_message, LogicalMessageBody},
     message::Message,
+    name_set::{encode_name_set, parse_name_set, NameSetError},
     origin::{write_origin, OriginBody},
     pg_str::PgStr,
     prepare::{write_prepare, PrepareBody, PreparedTxn},

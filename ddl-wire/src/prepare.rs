@@ -71,20 +71,6 @@ pub(crate) fn parse(i: &[u8]) -> PResult<'_, PrepareBody<'_>> {
 }
 
 /// Writes a Prepare message (`logicalrep_write_prepare`); its flags byte is always 0.
-pub fn write_prepare(
-    prepare_lsn: u64,
-    end_lsn: u64,
-    prepare_time: i64,
-    xid: u32,
-    gid: PgStr<'_>,
-    out: &mut Vec<u8>,
-) {
-    PrepareBody(PreparedTxn {
-        prepare_lsn,
-        end_lsn,
-        prepare_time,
-        xid,
-        gid,
-    })
-    .encode(out);
+pub fn write_prepare(txn: &PreparedTxn<'_>, out: &mut Vec<u8>) {
+    PrepareBody(*txn).encode(out);
 }

@@ -47,7 +47,7 @@
 //! where a role of its own may have planted a better match for a name (an operator
 //! `public.<>(varchar, varchar)`, a function overload): the same text would then call that
 //! role's code, as whoever replays or applies it. The field lists, by identity, what the
-//! statement bound by name where it ran ([`encode_bindings`](crate::encode_bindings)), so
+//! statement bound by name where it ran ([`encode_name_set`](crate::encode_name_set)), so
 //! that a subscriber can refuse a replay that binds anything else of a role it does not trust.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
@@ -202,7 +202,7 @@ pub struct DdlRecord<'a> {
     /// empty in records before version 4 (not known).
     pub role_rights: &'a str,
     /// What the statement bound by name where it ran, by identity
-    /// ([`encode_bindings`](crate::encode_bindings)); `None` in records before version 4 (not
+    /// ([`encode_name_set`](crate::encode_name_set)); `None` in records before version 4 (not
     /// known), which are written with none.
     pub bindings: Option<&'a str>,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).

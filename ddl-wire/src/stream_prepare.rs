@@ -6,7 +6,6 @@ use nom::sequence::preceded;
 use crate::prepare::{parse_prepared_txn, PreparedTxn};
 use crate::primitive::{put_u8, zero_flags, PResult};
 use crate::tags::STREAM_PREPARE_TAG;
-use crate::PgStr;
 
 /// Stream Prepare: everything streamed for [`xid`](StreamPrepareBody::xid) is prepared
 /// (streaming and `two_phase = true`, protocol 3 and up). Same fields as Prepare; sent outside
@@ -33,20 +32,6 @@ pub(crate) fn parse(i: &[u8]) -> PResult<'_, StreamPrepareBody<'_>> {
 
 /// Writes a Stream Prepare message (`logicalrep_write_stream_prepare`); its flags byte is
 /// always 0.
-pub fn write_stream_prepare(
-    prepare_lsn: u64,
-    end_lsn: u64,
-    prepare_time: i64,
-    xid: u32,
-    gid: PgStr<'_>,
-    out: &mut Vec<u8>,
-) {
-    StreamPrepareBody(PreparedTxn {
-        prepare_lsn,
-        end_lsn,
-        prepare_time,
-        xid,
-        gid,
-    })
-    .encode(out);
+pub fn write_stream_prepare(txn: &PreparedTxn<'_>, out: &mut Vec<u8>) {
+    StreamPrepareBody(*txn).encode(out);
 }

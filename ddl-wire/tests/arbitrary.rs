@@ -328,9 +328,9 @@ fn check_record(payload: &[u8]) -> bool {
             if let Some(bindings) = record.bindings {
                 // Any text is read or refused, never a panic; what is read writes back the same
                 // when it was written in order.
-                if let Ok(identities) = ddl_wire::parse_bindings(bindings) {
-                    let again = ddl_wire::encode_bindings(&identities);
-                    assert_eq!(ddl_wire::parse_bindings(&again), Ok(identities));
+                if let Ok(identities) = ddl_wire::parse_name_set(bindings) {
+                    let again = ddl_wire::encode_name_set(&identities);
+                    assert_eq!(ddl_wire::parse_name_set(&again), Ok(identities));
                 }
             }
             true

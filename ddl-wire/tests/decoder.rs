@@ -3,6 +3,17 @@
 
 use ddl_wire::*;
 
+/// The fields of every prepare message here.
+fn prepared() -> PreparedTxn<'static> {
+    PreparedTxn {
+        prepare_lsn: 1,
+        end_lsn: 2,
+        prepare_time: 3,
+        xid: 4,
+        gid: c"g".into(),
+    }
+}
+
 fn ctx(version: u32, streaming: Streaming) -> ProtocolContext {
     ProtocolContext::new(version, streaming).unwrap()
 }
@@ -84,11 +95,11 @@ fn transaction_boundaries_never_come_inside_a_block() {
         msg(|o| write_commit(1, 2, 3, o)),
         msg(|o| write_stream_commit(1, 2, 3, 4, o)),
         msg(|o| write_stream_abort(1, 1, None, o)),
-        msg(|o| write_begin_prepare(1, 2, 3, 4, c"g".into(), o)),
-        msg(|o| write_prepare(1, 2, 3, 4, c"g".into(), o)),
+        msg(|o| write_begin_prepare(&prepared(), o)),
+        msg(|o| write_prepare(&prepared(), o)),
         msg(|o| write_commit_prepared(1, 2, 3, 4, c"g".into(), o)),
         msg(|o| write_rollback_prepared(1, 2, 3, 4, 5, c"g".into(), o)),
-        msg(|o| write_stream_prepare(1, 2, 3, 4, c"g".into(), o)),
+        msg(|o| write_stream_prepare(&prepared(), o)),
     ];
     for bytes in &refused {
         let mut d = StreamDecoder::new(v3.with_in_stream(true));
@@ -138,7 +149,7 @@ fn streaming_messages_need_streaming_and_the_version() {
         d.decode(&stream_start(1)).unwrap_err().to_string(),
         "Stream Start ('S'): streaming message, but the stream has streaming = off at byte 0"
     );
-    let prepare = msg(|o| write_prepare(1, 2, 3, 4, c"g".into(), o));
+    let prepare = msg(|o| write_prepare(&prepared(), o));
     let e = StreamDecoder::new(ctx(2, Streaming::On))
         .decode(&prepare)
         .unwrap_err();

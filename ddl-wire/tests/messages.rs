@@ -436,57 +436,31 @@ fn two_phase_messages() {
             .0
     };
 
+    let txn = PreparedTxn {
+        prepare_lsn: LSN,
+        end_lsn: LSN2,
+        prepare_time: TS as i64,
+        xid: 901,
+        gid: PgStr::from(c"gid-1"),
+    };
     let bytes = fields(Spec::new(b'b'));
-    let Message::BeginPrepare(b) = pinned(&bytes, &v3, |o| {
-        write_begin_prepare(LSN, LSN2, TS as i64, 901, c"gid-1".into(), o)
-    }) else {
+    let Message::BeginPrepare(b) = pinned(&bytes, &v3, |o| write_begin_prepare(&txn, o)) else {
         panic!()
     };
-    assert_eq!(
-        *b.txn(),
-        PreparedTxn {
-            prepare_lsn: LSN,
-            end_lsn: LSN2,
-            prepare_time: TS as i64,
-            xid: 901,
-            gid: PgStr::from(c"gid-1")
-        }
-    );
+    assert_eq!(*b.txn(), txn);
 
     // Prepare and Stream Prepare have a flags byte that Begin Prepare has not.
     let bytes = fields(Spec::new(b'P').int8(0));
-    let Message::Prepare(p) = pinned(&bytes, &v3, |o| {
-        write_prepare(LSN, LSN2, TS as i64, 901, c"gid-1".into(), o)
-    }) else {
+    let Message::Prepare(p) = pinned(&bytes, &v3, |o| write_prepare(&txn, o)) else {
         panic!()
     };
-    assert_eq!(
-        *p.txn(),
-        PreparedTxn {
-            prepare_lsn: LSN,
-            end_lsn: LSN2,
-            prepare_time: TS as i64,
-            xid: 901,
-            gid: PgStr::from(c"gid-1")
-        }
-    );
+    assert_eq!(*p.txn(), txn);
 
     let bytes = fields(Spec::new(b'p').int8(0));
-    let Message::StreamPrepare(p) = pinned(&bytes, &v3, |o| {
-        write_stream_prepare(LSN, LSN2, TS as i64, 901, c"gid-1".into(), o)
-    }) else {
+    let Message::StreamPrepare(p) = pinned(&bytes, &v3, |o| write_stream_prepare(&txn, o)) else {
         panic!()
     };
-    assert_eq!(
-        *p.txn(),
-        PreparedTxn {
-            prepare_lsn: LSN,
-            end_lsn: LSN2,
-            prepare_time: TS as i64,
-            xid: 901,
-            gid: PgStr::from(c"gid-1")
-        }
-    );
+    assert_eq!(*p.txn(), txn);
 
     let bytes = fields(Spec::new(b'K').int8(0));
     let Message::CommitPrepared(c) = pinned(&bytes, &v3, |o| {

@@ -57,6 +57,15 @@ fn generated_columns_are_made_and_computed_on_the_subscriber() {
         ),
         "0"
     );
+    // The plugin said, for each statement, that this stream sends no generated column.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(command_tag || ' [' || sent_generated_columns || ']', ', '
+                               ORDER BY applied_at) FROM ddl_sync.events"
+        ),
+        "CREATE TABLE [], ALTER TABLE []"
+    );
 }
 
 #[test]
@@ -99,5 +108,15 @@ fn published_generated_columns_become_plain_columns_that_take_the_values() {
          values (publish_generated_columns or a column list), which a generated column cannot \
          take\n\
          applied ALTER TABLE"
+    );
+    // What the publisher's plugin said this stream sends, as of each statement: the table's
+    // stored generated columns (the virtual one is not sent), one name per line.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(replace(sent_generated_columns, E'\\n', ';'), ' | '
+                               ORDER BY applied_at) FROM ddl_sync.events"
+        ),
+        "b; | b;d; | b;d;"
     );
 }

@@ -6,40 +6,43 @@
 //! names a generated column, sends their values instead, and the apply worker refuses a value
 //! for a column that is generated here ("logical replication target relation ... has
 //! incompatible generated column"), on every retry. So after a statement that made or changed
-//! a stored generated column of a table in the subscription, the subscriber asks the publisher
-//! which of those columns its publications send (`pg_publication_tables.attnames`) and turns
-//! each of them into a plain column (`ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION`), which
-//! takes the publisher's values, as PostgreSQL requires of a subscriber of generated columns.
-//! The apply log row says so.
-//!
-//! Asking costs a connection to the publisher, made only for such statements (a table with
-//! stored generated columns is rare, and a column made plain is not asked about again).
+//! a stored generated column of a table in the subscription, each such column that the stream
+//! sends (the event's `sent_generated_columns`, which the publisher's plugin fills for this
+//! subscription's publications as of the statement: ddl-decode's `generated`) is turned into a
+//! plain column (`ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION`), which takes the
+//! publisher's values, as PostgreSQL requires of a subscriber of generated columns. The apply
+//! log row says so.
 
-use crate::subscriber::applying::Subscription;
-use crate::subscriber::connection::{literal, Publisher};
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 
 /// Makes plain the stored generated columns of `relid` that this transaction wrote and the
-/// publisher sends; a note for the apply log row for each change, or why it could not look.
-pub fn take_published_values(relid: pg_sys::Oid, subscription: &Subscription) -> Vec<String> {
+/// stream sends (`sent`, the event's field; `None` from a publisher that does not say); a note
+/// for the apply log row for each change, or why it could not tell.
+pub fn take_sent_values(relid: pg_sys::Oid, sent: Option<&str>) -> Vec<String> {
     let columns = written_generated_columns(relid);
     if columns.is_empty() {
         return Vec::new();
     }
-    let published = match published_columns(relid, subscription) {
-        Ok(published) => published,
-        Err(why) => {
+    let sent = match sent.map(ddl_wire::parse_name_set).transpose() {
+        Ok(Some(sent)) => sent,
+        Ok(None) => {
             return vec![format!(
-                "could not ask the publisher whether it sends the values of generated column(s) \
-                 {}: {why}",
+                "the publisher (ddl_sync older than 0.4.0) does not say whether it sends the \
+                 values of generated column(s) {}; if it does, make them plain columns here \
+                 (ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION)",
                 columns.join(", ")
+            )]
+        }
+        Err(e) => {
+            return vec![format!(
+                "the event's sent_generated_columns are damaged: {e}"
             )]
         }
     };
     columns
         .iter()
-        .filter(|c| published.contains(c))
+        .filter(|c| sent.contains(*c))
         .map(|column| drop_expression(relid, column))
         .collect()
 }
@@ -83,60 +86,6 @@ fn written_generated_columns(relid: pg_sys::Oid) -> Vec<String> {
             })
             .unwrap_or_default()
     })
-}
-
-/// The columns of `relid` (by schema and name) that the subscription's publications send. A
-/// publisher before 18 never sends generated columns, though its `attnames` lists them.
-fn published_columns(
-    relid: pg_sys::Oid,
-    subscription: &Subscription,
-) -> Result<Vec<String>, String> {
-    let (conninfo, publications, schema, table) = Spi::connect(|client| {
-        let mut rows = client
-            .select(
-                "SELECT s.subconninfo, s.subpublications::pg_catalog.text[], n.nspname::pg_catalog.text,
-                        c.relname::pg_catalog.text
-                   FROM pg_catalog.pg_subscription s, pg_catalog.pg_class c
-                   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-                  WHERE s.oid OPERATOR(pg_catalog.=) $1 AND c.oid OPERATOR(pg_catalog.=) $2",
-                None,
-                &[subscription.oid.into(), relid.into()],
-            )
-            .map_err(|e| e.to_string())?;
-        let row = rows.next().ok_or("the subscription or the table is gone")?;
-        let text = |i: usize| {
-            row.get::<String>(i)
-                .ok()
-                .flatten()
-                .ok_or_else(|| format!("column {i} is NULL"))
-        };
-        let publications = row
-            .get::<Vec<String>>(2)
-            .ok()
-            .flatten()
-            .ok_or("the subscription has no publications")?;
-        Ok::<_, String>((text(1)?, publications, text(3)?, text(4)?))
-    })?;
-    let names: Vec<String> = publications.iter().map(|p| literal(p)).collect();
-    let publisher = Publisher::connect(&conninfo, &subscription.name)?;
-    let rows = publisher
-        .rows(
-            &format!(
-                "SELECT DISTINCT a FROM pg_catalog.pg_publication_tables t,
-                        pg_catalog.unnest(t.attnames) a
-                  WHERE t.pubname IN ({}) AND t.schemaname = {} AND t.tablename = {}
-                    AND pg_catalog.current_setting('server_version_num')::pg_catalog.int4 >= 180000",
-                names.join(", "),
-                literal(&schema),
-                literal(&table)
-            ),
-            1,
-        )
-        .map_err(|e| e.to_string())?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| row.into_iter().next().flatten())
-        .collect())
 }
 
 /// `ALTER TABLE ... ALTER COLUMN ... DROP EXPRESSION`, in a subtransaction; what happened.

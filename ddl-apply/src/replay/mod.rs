@@ -153,6 +153,7 @@ fn replay(
         role_rights: None,
         bindings: None,
         capturing_sysid: None,
+        sent_generated_columns: None,
     };
     outcome(replay_event(&Event::new(event)), started)
 }
@@ -442,12 +443,15 @@ fn decide_and_run(
             verdict.add_notes(Some(note));
         }
         let table = if checked.creates_table() {
-            applying::relation_named(event.row.object_identity)
+            ddl_server::relcache::relation_named(event.row.object_identity)
         } else {
             checked.altered
         };
         if let Some(relid) = table {
-            verdict.add_notes(generated::take_published_values(relid, subscription));
+            verdict.add_notes(generated::take_sent_values(
+                relid,
+                event.row.sent_generated_columns,
+            ));
         }
     }
     Replayed::ForHere(verdict)
@@ -497,9 +501,9 @@ fn run(
     fallback: Option<&str>,
     subscription: pg_sys::Oid,
 ) -> Verdict {
-    let published = match event.row.bindings.map(ddl_wire::parse_bindings).transpose() {
+    let published = match event.row.bindings.map(ddl_wire::parse_name_set).transpose() {
         Ok(published) => published,
-        Err(e) => return Verdict::new("refused", format!("the event's record is damaged: {e}")),
+        Err(e) => return Verdict::new("refused", format!("the event's bindings are damaged: {e}")),
     };
     let mut host = ServerHost::new(checked, settings::owned(settings), published);
     let mut ctx = Context {

@@ -22,6 +22,7 @@
 use crate::subscriber::applying::Subscription;
 use ddl_server::errors;
 use ddl_server::guc;
+use ddl_server::relcache;
 use ddl_server::text::utf8_ptr;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
@@ -85,14 +86,8 @@ fn make(
     subscription: &Subscription,
 ) -> Option<String> {
     let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
-    let existing = namespace_oid(&definition.schema)
-        .and_then(|nsp| {
-            // SAFETY: in the replay's transaction.
-            let name = unsafe { ddl_server::text::server_cstring(&definition.name) }?;
-            // SAFETY: a syscache lookup of a NUL-terminated name in an existing schema.
-            let relid = unsafe { pg_sys::get_relname_relid(name.as_ptr(), nsp) };
-            (relid != pg_sys::InvalidOid).then_some(relid)
-        })
+    let existing = relcache::namespace_named(&definition.schema)
+        .and_then(|nsp| relcache::relation_in(nsp, &definition.name))
         .map(|relid| {
             // SAFETY: a syscache lookup of the relation just found.
             let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
@@ -132,7 +127,7 @@ fn make(
 /// `CREATE TABLE` of the definition (and its schema, when this node lacks it), both owned by
 /// `owner` (else by the subscription owner).
 fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
-    let schema_missing = namespace_oid(&definition.schema).is_none();
+    let schema_missing = relcache::namespace_named(&definition.schema).is_none();
     let mut items: Vec<String> = definition
         .columns
         .iter()
@@ -315,15 +310,6 @@ fn may_alter(
             relowner.unwrap_or_default()
         )),
     }
-}
-
-/// The OID of schema `name` (UTF-8), `None` when there is none.
-fn namespace_oid(name: &str) -> Option<pg_sys::Oid> {
-    // SAFETY: in the replay's transaction.
-    let name = unsafe { ddl_server::text::server_cstring(name) }?;
-    // SAFETY: a syscache lookup of a NUL-terminated name, missing_ok.
-    let nsp = unsafe { pg_sys::get_namespace_oid(name.as_ptr(), true) };
-    (nsp != pg_sys::InvalidOid).then_some(nsp)
 }
 
 /// Runs statements built here from checked names and resolved types: nothing in them depends on

@@ -115,7 +115,7 @@ impl Subscription {
     ///
     /// Every replayed CREATE TABLE comes here, so it asks the catalog caches, not SPI.
     pub fn register_ready(&self, identity: &str) -> Option<String> {
-        self.register_relation(relation_named(identity)?)
+        self.register_relation(ddl_server::relcache::relation_named(identity)?)
     }
 
     /// [`Self::register_ready`] of relation `relid` (nothing for one that is not a table, or is
@@ -163,26 +163,6 @@ fn display_name(relid: pg_sys::Oid) -> String {
         };
         ddl_server::text::utf8_ptr(quoted)
     }
-}
-
-/// The relation `identity` (a qualified name as PostgreSQL quotes it) names, looked up as
-/// `to_regclass` does (no lock, missing_ok); `None` when there is none.
-pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
-    // SAFETY: in the replay's transaction.
-    let name = unsafe { ddl_server::text::server_cstring(identity) }?;
-    // SAFETY: a NUL-terminated name in the database encoding; a RangeVar of its parts,
-    // resolved without a lock.
-    let relid = unsafe {
-        let names = ddl_server::versions::qualified_name_list(name.as_ptr());
-        pg_sys::RangeVarGetRelidExtended(
-            pg_sys::makeRangeVarFromNameList(names),
-            pg_sys::NoLock as pg_sys::LOCKMODE,
-            pg_sys::RVROption::RVR_MISSING_OK,
-            None,
-            std::ptr::null_mut(),
-        )
-    };
-    (relid != pg_sys::InvalidOid).then_some(relid)
 }
 
 /// The input functions of the types whose every value the subscriber refuses (they raise

@@ -239,12 +239,12 @@ fn copy_missing_tables(
 
 /// The tables of `publications` on the publisher that this database lacks: schema, name.
 fn missing_tables(
-    publisher: &crate::subscriber::connection::Publisher,
+    publisher: &crate::subscription::connection::Publisher,
     publications: &[String],
 ) -> Vec<(String, String)> {
     let names: Vec<String> = publications
         .iter()
-        .map(|p| crate::subscriber::connection::literal(p))
+        .map(|p| crate::subscription::connection::literal(p))
         .collect();
     let rows = publisher
         .rows(

@@ -38,7 +38,7 @@ use super::dump::{self, Dump};
 use crate::privilege::AsCatalogOwner;
 use crate::subscriber::activity::Activity;
 use crate::subscriber::apply_code::{self, Author};
-use crate::subscriber::connection::Publisher;
+use crate::subscription::connection::Publisher;
 use ddl_server::errors::OrInternal;
 use ddl_server::xact::in_subtransaction;
 use pg_dump_archive::Entry;
@@ -378,7 +378,7 @@ fn check_owners_rights(publisher: &Publisher) {
     let predefined: Vec<String> = ddl_server::roles::PREDEFINED
         .iter()
         .filter_map(|name| name.to_str().ok())
-        .map(crate::subscriber::connection::literal)
+        .map(crate::subscription::connection::literal)
         .collect();
     let owners = publisher
         .rows(

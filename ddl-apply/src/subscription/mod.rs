@@ -10,7 +10,7 @@
 //! The hook validates and removes our options ([`options`]) before PostgreSQL parses the rest,
 //! lets PostgreSQL create or alter the subscription, then stores the configuration through the
 //! same code as the function and, over a replication connection to the publisher
-//! ([`publisher`]):
+//! ([`connection`]):
 //! - checks the kinds against the publications (an error when the subscription asks for kinds
 //!   none of them replicates, or the publisher has no `ddl_sync`);
 //! - creates the slot with plugin `ddl_pgoutput` when PostgreSQL would have created one
@@ -25,6 +25,7 @@
 //! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
+pub(crate) mod connection;
 mod copy_refresh;
 mod copy_schema;
 mod dump;
@@ -37,7 +38,7 @@ mod strict;
 pub(crate) use guard::define_setting;
 
 use crate::subscriber::config;
-use crate::subscriber::connection::{Publisher, PLUGIN};
+use crate::subscription::connection::{Publisher, PLUGIN};
 use ddl_server::errors::{self, OrInternal};
 use ddl_server::text::utf8_ptr;
 use ddl_server::utility::{Before, StatementStack, UtilityCall};

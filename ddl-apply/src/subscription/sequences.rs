@@ -10,7 +10,7 @@
 //! least the publisher's. On 19, beside PostgreSQL's own sequence synchronisation, it only ever
 //! moves a sequence that is still behind.
 
-use crate::subscriber::connection::Publisher;
+use crate::subscription::connection::Publisher;
 use ddl_server::errors;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;

@@ -14,7 +14,7 @@
 //! the subscription lists in `pg_subscription_rel`. Every difference is one line of the error's
 //! DETAIL: the table, the column, what the publisher says and what the subscriber says.
 
-use crate::subscriber::connection::{literal, Publisher};
+use crate::subscription::connection::{literal, Publisher};
 use ddl_server::errors::OrInternal;
 use pgrx::pg_sys;
 use pgrx::pg_sys::panic::ErrorReport;

@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }
             if let Some(bindings) = record.bindings {
-                let _ = ddl_wire::parse_bindings(bindings);
+                let _ = ddl_wire::parse_name_set(bindings);
             }
         }
         Err(e) => {

@@ -116,12 +116,18 @@ event_schema! {
     /// What the statement's role could do on the node that ran it (see
     /// [`crate::describe_role_rights`]); `None` when not known (an older publisher).
     role_rights: Option<&'a str> = "role_rights";
-    /// What the statement bound by name on the node that ran it ([`crate::parse_bindings`]
+    /// What the statement bound by name on the node that ran it ([`crate::parse_name_set`]
     /// reads it); `None` when not known (an older publisher).
     bindings: Option<&'a str> = "bindings";
     /// The node whose capture sealed the record: the origin itself, or in a cascade the last
     /// node that replayed the statement and passed it on; `None` from an older publisher.
     capturing_sysid: Option<u64> = "capturing_sysid";
+    /// The stored generated columns of the table the statement made or changed whose values
+    /// this stream sends (PostgreSQL 18's `publish_generated_columns`, or a column list naming
+    /// them), as a set of names ([`crate::parse_name_set`]), empty when none. Not part of the
+    /// sealed record: the plugin fills it for its own session's publications, as of the
+    /// statement. `None` from an older publisher.
+    sent_generated_columns: Option<&'a str> = "sent_generated_columns";
 }
 
 impl<'a> DdlEvent<'a> {
@@ -156,6 +162,8 @@ impl<'a> DdlEvent<'a> {
             role_rights: (!record.role_rights.is_empty()).then_some(record.role_rights),
             bindings: record.bindings,
             capturing_sysid: Some(record.origin.capturing_sysid),
+            // The plugin's, for its session (ddl-decode's `generated`).
+            sent_generated_columns: None,
         }
     }
 }

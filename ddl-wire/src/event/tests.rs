@@ -56,6 +56,7 @@ fn text_value(name: &str) -> &'static [u8] {
         "tables" => b"CREATE TABLE public.t (c integer);",
         "settings" => b"DateStyle=ISO, MDY",
         "capturing_sysid" => b"7",
+        "sent_generated_columns" => b"b\n",
         _ => b"x",
     }
 }
@@ -104,6 +105,7 @@ fn reads_text_values_by_column_name() {
     assert_eq!(ev.tables, Some("CREATE TABLE public.t (c integer);"));
     assert_eq!(ev.settings, Some("DateStyle=ISO, MDY"));
     assert_eq!(ev.capturing_sysid, Some(7));
+    assert_eq!(ev.sent_generated_columns, Some("b\n"));
 }
 
 #[test]
@@ -120,7 +122,7 @@ fn nullable_columns_may_be_missing_or_null() {
     let values: Vec<TupleValue<'_>> = names
         .iter()
         .map(|n| match *n {
-            "bindings" | "capturing_sysid" => TupleValue::Null,
+            "bindings" | "capturing_sysid" | "sent_generated_columns" => TupleValue::Null,
             other => TupleValue::Text(text_value(other)),
         })
         .collect();
@@ -128,6 +130,7 @@ fn nullable_columns_may_be_missing_or_null() {
     write_insert(None, REL_ID, &values, &mut insert).unwrap();
     let ev = event_from(&rel, &insert).unwrap();
     assert_eq!((ev.bindings, ev.capturing_sysid), (None, None));
+    assert_eq!(ev.sent_generated_columns, None);
 
     let (rel, _) = relation_bytes(None, Some("tables"));
     let err = parse_relation(&rel).unwrap_err();
@@ -267,10 +270,11 @@ fn inserts_that_do_not_match_the_relation_are_refused() {
 #[test]
 fn event_columns_lists_every_field_with_its_type() {
     let cols: Vec<_> = event_columns().collect();
-    assert_eq!(cols.len(), 21);
+    assert_eq!(cols.len(), 22);
     assert_eq!(cols[0], ("lsn", "pg_lsn"));
     assert!(cols.contains(&("sql", "text")));
     assert!(cols.contains(&("capturing_sysid", "bigint")));
+    assert_eq!(cols[21], ("sent_generated_columns", "text"));
     // Only fields added after the first version may be NULL, and they come last.
     let first_nullable = EVENT_COLUMNS.iter().position(|c| c.nullable).unwrap();
     assert!(EVENT_COLUMNS[first_nullable..].iter().all(|c| c.nullable));

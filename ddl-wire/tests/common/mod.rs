@@ -200,6 +200,19 @@ pub struct Prep {
     pub gid: Vec<u8>,
 }
 
+impl Prep {
+    /// The fields as the writers take them.
+    pub fn txn(&self) -> PreparedTxn<'_> {
+        PreparedTxn {
+            prepare_lsn: self.prepare_lsn,
+            end_lsn: self.end_lsn,
+            prepare_time: self.prepare_time,
+            xid: self.xid,
+            gid: pg(&self.gid),
+        }
+    }
+}
+
 /// One message, as plain owned values.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Model {
@@ -573,30 +586,9 @@ impl Model {
                 subxid,
                 abort_info,
             } => write_stream_abort(*xid, *subxid, *abort_info, out),
-            Model::BeginPrepare(p) => write_begin_prepare(
-                p.prepare_lsn,
-                p.end_lsn,
-                p.prepare_time,
-                p.xid,
-                pg(&p.gid),
-                out,
-            ),
-            Model::Prepare(p) => write_prepare(
-                p.prepare_lsn,
-                p.end_lsn,
-                p.prepare_time,
-                p.xid,
-                pg(&p.gid),
-                out,
-            ),
-            Model::StreamPrepare(p) => write_stream_prepare(
-                p.prepare_lsn,
-                p.end_lsn,
-                p.prepare_time,
-                p.xid,
-                pg(&p.gid),
-                out,
-            ),
+            Model::BeginPrepare(p) => write_begin_prepare(&p.txn(), out),
+            Model::Prepare(p) => write_prepare(&p.txn(), out),
+            Model::StreamPrepare(p) => write_stream_prepare(&p.txn(), out),
             Model::CommitPrepared {
                 commit_lsn,
                 end_lsn,
