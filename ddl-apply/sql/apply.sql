@@ -16,11 +16,14 @@ CREATE TABLE ddl_sync.subscription_ddl (
     conflict text NOT NULL DEFAULT 'error' CHECK (conflict IN ('error', 'skip')),
     rules text CHECK (rules <> ''),
     schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed')),
-    fallback_role name
+    fallback_role name,
+    divergence text NOT NULL DEFAULT 'warn' CHECK (divergence IN ('warn', 'error'))
 );
 REVOKE ALL ON ddl_sync.subscription_ddl FROM PUBLIC;
 COMMENT ON COLUMN ddl_sync.subscription_ddl.fallback_role IS
     'the role (never a superuser) that replays the statements of roles missing here; NULL: they are refused';
+COMMENT ON COLUMN ddl_sync.subscription_ddl.divergence IS
+    'what an applied statement that made something else here than on the publisher does: warn (the event is diverged, replication goes on) or error (the apply worker errors and retries)';
 -- Node-local like publication_sync (see capture.sql): a FOR ALL TABLES publication publishes
 -- it, and a subscriber must not take the publisher's rows, which name the publisher's OIDs.
 CREATE TRIGGER subscription_ddl_is_node_local
@@ -71,7 +74,7 @@ BEGIN
         NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
             'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
         NEW.applied_at := pg_catalog.clock_timestamp();
-        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn);
+        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn, false);
         RETURN NEW;
     END IF;
     -- DDL that started here and came back around a cycle: already applied, by its author.
@@ -81,7 +84,7 @@ BEGIN
                   WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
         RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
             NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
-        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
+        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn, false);
         RETURN NULL;
     END IF;
     SELECT * INTO outcome FROM ddl_sync.replay(NEW);
@@ -90,7 +93,9 @@ BEGIN
     NEW.apply_adapter := outcome.adapter;
     NEW.applied_at := pg_catalog.clock_timestamp();
     NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
-    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn);
+    NEW.apply_verified := outcome.verified;
+    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn,
+                                 NEW.apply_verified);
     RETURN NEW;
 END
 $$;
@@ -103,7 +108,8 @@ ALTER TABLE ddl_sync.events ENABLE ALWAYS TRIGGER apply_event;
 CREATE VIEW ddl_sync.apply_log AS
 SELECT e.applied_at, e.apply_status AS status, e.command_tag, e.object_identity,
        e.sql, e.apply_detail AS detail, e.apply_adapter AS adapter, e.apply_duration AS duration,
-       e.role_name, e.origin_sysid, e.origin_lsn, s.subname AS subscription
+       e.role_name, e.origin_sysid, e.origin_lsn, s.subname AS subscription,
+       e.apply_verified AS verified
   FROM ddl_sync.events e
   LEFT JOIN pg_catalog.pg_subscription s ON s.oid = e.subid
  ORDER BY e.applied_at, e.origin_lsn;

@@ -100,11 +100,13 @@ CREATE TABLE ddl_sync.events (
     bindings          text,
     capturing_sysid   bigint,
     sent_generated_columns text,
+    description       text,
+    apply_verified    boolean,
     -- A statement is named by the node where it first ran and its LSN there, so the same DDL
     -- arriving twice (two subscriptions, a cascade) is one row.
     CONSTRAINT events_pkey PRIMARY KEY (origin_sysid, origin_lsn),
     CONSTRAINT events_apply_status_check
-        CHECK (apply_status IN ('applied', 'skipped', 'refused', 'failed'))
+        CHECK (apply_status IN ('applied', 'diverged', 'skipped', 'refused', 'failed'))
 );
 
 COMMENT ON TABLE ddl_sync.events IS
@@ -126,7 +128,7 @@ COMMENT ON COLUMN ddl_sync.events.role_name IS 'role it ran as';
 COMMENT ON COLUMN ddl_sync.events.session_user_name IS 'session user';
 COMMENT ON COLUMN ddl_sync.events.database_name IS 'database it ran in';
 COMMENT ON COLUMN ddl_sync.events.apply_status IS
-    'subscriber: applied, skipped, refused or failed; NULL on a publisher';
+    'subscriber: applied, diverged (applied, but what it made here differs from the publisher''s description), skipped, refused or failed; NULL on a publisher';
 COMMENT ON COLUMN ddl_sync.events.apply_detail IS 'subscriber: why it was skipped, refused or failed';
 COMMENT ON COLUMN ddl_sync.events.apply_adapter IS 'subscriber: the dialect adapter that replayed it';
 COMMENT ON COLUMN ddl_sync.events.applied_at IS 'subscriber: when it was replayed';
@@ -145,3 +147,7 @@ COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
     'system identifier of the node whose capture sealed the statement: its origin, or in a cascade the last node that replayed and passed it on; NULL when not known';
 COMMENT ON COLUMN ddl_sync.events.sent_generated_columns IS
     'the stored generated columns of the statement''s table whose values the stream that carried it sends, one name per line; a subscriber makes them plain columns; NULL when not known';
+COMMENT ON COLUMN ddl_sync.events.description IS
+    'what the statement made, described from the catalogs after it (JSON: objects created, altered or dropped, with their columns, constraints, indexes, ...); a subscriber compares what its replay made; NULL for a kind not described';
+COMMENT ON COLUMN ddl_sync.events.apply_verified IS
+    'subscriber: true when what the statement made here was compared with its description and found equal, false when it differs (diverged); NULL when not compared';

@@ -82,6 +82,105 @@ COMMENT ON COLUMN ddl_sync.events.capturing_sysid IS
 ALTER TABLE ddl_sync.events ADD COLUMN sent_generated_columns text;
 COMMENT ON COLUMN ddl_sync.events.sent_generated_columns IS
     'the stored generated columns of the statement''s table whose values the stream that carried it sends, one name per line; a subscriber makes them plain columns; NULL when not known';
+-- Verification: each event describes what its statement made, a subscriber compares what its
+-- replay made (src/replay/verify.rs): equal is counted as verified, a difference is the new
+-- status 'diverged'.
+ALTER TABLE ddl_sync.events ADD COLUMN description text;
+ALTER TABLE ddl_sync.events ADD COLUMN apply_verified boolean;
+COMMENT ON COLUMN ddl_sync.events.apply_verified IS
+    'subscriber: true when what the statement made here was compared with its description and found equal, false when it differs (diverged); NULL when not compared';
+CREATE OR REPLACE VIEW ddl_sync.apply_log AS
+SELECT e.applied_at, e.apply_status AS status, e.command_tag, e.object_identity,
+       e.sql, e.apply_detail AS detail, e.apply_adapter AS adapter, e.apply_duration AS duration,
+       e.role_name, e.origin_sysid, e.origin_lsn, s.subname AS subscription,
+       e.apply_verified AS verified
+  FROM ddl_sync.events e
+  LEFT JOIN pg_catalog.pg_subscription s ON s.oid = e.subid
+ ORDER BY e.applied_at, e.origin_lsn;
+COMMENT ON COLUMN ddl_sync.events.description IS
+    'what the statement made, described from the catalogs after it (JSON: objects created, altered or dropped, with their columns, constraints, indexes, ...); a subscriber compares what its replay made; NULL for a kind not described';
+ALTER TABLE ddl_sync.events DROP CONSTRAINT events_apply_status_check,
+    ADD CONSTRAINT events_apply_status_check
+        CHECK (apply_status IN ('applied', 'diverged', 'skipped', 'refused', 'failed'));
+COMMENT ON COLUMN ddl_sync.events.apply_status IS
+    'subscriber: applied, diverged (applied, but what it made here differs from the publisher''s description), skipped, refused or failed; NULL on a publisher';
+ALTER TABLE ddl_sync.subscription_ddl
+    ADD COLUMN divergence text NOT NULL DEFAULT 'warn' CHECK (divergence IN ('warn', 'error'));
+COMMENT ON COLUMN ddl_sync.subscription_ddl.divergence IS
+    'what an applied statement that made something else here than on the publisher does: warn (the event is diverged, replication goes on) or error (the apply worker errors and retries)';
+ALTER TABLE ddl_sync.subscription_counters
+    ADD COLUMN verified int8 NOT NULL DEFAULT 0,
+    ADD COLUMN diverged int8 NOT NULL DEFAULT 0;
+DROP VIEW ddl_sync.subscription_stats;
+DROP FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn);
+-- Counts one event of subscription sub: status is an apply status or 'duplicate'; verified:
+-- applied, and what it made here shown equal to the publisher's description.
+CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn,
+                                     verified boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    was_local boolean;
+    problem boolean := status IN ('diverged', 'refused', 'failed');
+BEGIN
+    IF sub IS NULL THEN
+        RETURN;
+    END IF;
+    -- The apply worker runs in replica mode: this row is ours, not a replicated one.
+    was_local := ddl_sync.set_local_change(true);
+    INSERT INTO ddl_sync.subscription_counters AS c
+        (subid, applied, skipped, refused, failed, duplicates,
+         last_applied_lsn, last_applied_at, last_error, last_error_at, verified, diverged)
+    VALUES (sub, (status = 'applied')::int, (status = 'skipped')::int,
+            (status = 'refused')::int, (status = 'failed')::int, (status = 'duplicate')::int,
+            CASE WHEN status IN ('applied', 'diverged') THEN event_lsn END,
+            CASE WHEN status IN ('applied', 'diverged') THEN clock_timestamp() END,
+            CASE WHEN problem THEN status || ': ' || coalesce(detail, '') END,
+            CASE WHEN problem THEN clock_timestamp() END,
+            (status = 'applied' AND coalesce(verified, false))::int,
+            (status = 'diverged')::int)
+    ON CONFLICT (subid) DO UPDATE SET
+        applied = c.applied + excluded.applied,
+        skipped = c.skipped + excluded.skipped,
+        refused = c.refused + excluded.refused,
+        failed = c.failed + excluded.failed,
+        duplicates = c.duplicates + excluded.duplicates,
+        verified = c.verified + excluded.verified,
+        diverged = c.diverged + excluded.diverged,
+        last_applied_lsn = coalesce(excluded.last_applied_lsn, c.last_applied_lsn),
+        last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
+        last_error = coalesce(excluded.last_error, c.last_error),
+        last_error_at = coalesce(excluded.last_error_at, c.last_error_at);
+    PERFORM ddl_sync.set_local_change(was_local);
+END
+$$;
+REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn, boolean) FROM PUBLIC;
+
+CREATE VIEW ddl_sync.subscription_stats AS
+SELECT s.oid AS subid, s.subname AS subscription,
+       coalesce(c.applied, 0) AS applied,
+       coalesce(c.verified, 0) AS verified,
+       coalesce(c.diverged, 0) AS diverged,
+       coalesce(c.skipped, 0) AS skipped,
+       coalesce(c.refused, 0) AS refused,
+       coalesce(c.failed, 0) AS failed,
+       coalesce(c.duplicates, 0) AS duplicates,
+       coalesce(e.errors, 0) AS errors,
+       c.last_applied_lsn, c.last_applied_at,
+       CASE WHEN e.last_error_at >= c.last_error_at OR c.last_error_at IS NULL
+            THEN coalesce(e.last_error, c.last_error) ELSE c.last_error END AS last_error,
+       GREATEST(e.last_error_at, c.last_error_at) AS last_error_at,
+       c.stats_reset
+  FROM pg_catalog.pg_subscription s
+  LEFT JOIN ddl_sync.subscription_counters c ON c.subid = s.oid
+  LEFT JOIN ddl_sync.subscription_errors() e ON e.subid = s.oid
+ WHERE s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d
+                     WHERE d.datname = pg_catalog.current_database());
+
+COMMENT ON VIEW ddl_sync.subscription_stats IS
+    'Per subscription: DDL events applied (verified: shown to have made what they made on the publisher), diverged, skipped, refused, failed, duplicates, replay errors, the last applied and the last error';
 
 DROP FUNCTION ddl_sync.replay(text, text, text, text, text, text, text, text, bigint, text, text);
 -- The replay reads the row as a whole, by ddl-wire's event schema (0.3.0's function of eleven
@@ -92,7 +191,8 @@ CREATE  FUNCTION "replay"(
 	"status" TEXT,  /* String */
 	"detail" TEXT,  /* Option < String > */
 	"adapter" TEXT,  /* Option < String > */
-	"seconds" double precision  /* f64 */
+	"seconds" double precision,  /* f64 */
+	"verified" bool  /* core::option::Option<bool> */
 )
 STRICT VOLATILE
 LANGUAGE c /* Rust */
@@ -122,7 +222,7 @@ BEGIN
         NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
             'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
         NEW.applied_at := pg_catalog.clock_timestamp();
-        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn);
+        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn, false);
         RETURN NEW;
     END IF;
     -- DDL that started here and came back around a cycle: already applied, by its author.
@@ -132,7 +232,7 @@ BEGIN
                   WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
         RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
             NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
-        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn);
+        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn, false);
         RETURN NULL;
     END IF;
     SELECT * INTO outcome FROM ddl_sync.replay(NEW);
@@ -141,7 +241,9 @@ BEGIN
     NEW.apply_adapter := outcome.adapter;
     NEW.applied_at := pg_catalog.clock_timestamp();
     NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
-    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn);
+    NEW.apply_verified := outcome.verified;
+    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn,
+                                 NEW.apply_verified);
     RETURN NEW;
 END
 $$;

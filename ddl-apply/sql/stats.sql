@@ -98,7 +98,9 @@ CREATE TABLE ddl_sync.subscription_counters (
     last_applied_at  timestamptz,
     last_error       text,
     last_error_at    timestamptz,
-    stats_reset      timestamptz
+    stats_reset      timestamptz,
+    verified         int8 NOT NULL DEFAULT 0,
+    diverged         int8 NOT NULL DEFAULT 0
 );
 REVOKE ALL ON ddl_sync.subscription_counters FROM PUBLIC;
 -- Node-local (see capture.sql): a FOR ALL TABLES publication of this node publishes it.
@@ -107,15 +109,17 @@ CREATE TRIGGER subscription_counters_is_node_local
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.subscription_counters ENABLE REPLICA TRIGGER subscription_counters_is_node_local;
 
--- Counts one event of subscription sub: status is an apply status or 'duplicate'.
-CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn)
+-- Counts one event of subscription sub: status is an apply status or 'duplicate'; verified:
+-- applied, and what it made here shown equal to the publisher's description.
+CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn,
+                                     verified boolean)
 RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     was_local boolean;
-    problem boolean := status IN ('refused', 'failed');
+    problem boolean := status IN ('diverged', 'refused', 'failed');
 BEGIN
     IF sub IS NULL THEN
         RETURN;
@@ -124,19 +128,23 @@ BEGIN
     was_local := ddl_sync.set_local_change(true);
     INSERT INTO ddl_sync.subscription_counters AS c
         (subid, applied, skipped, refused, failed, duplicates,
-         last_applied_lsn, last_applied_at, last_error, last_error_at)
+         last_applied_lsn, last_applied_at, last_error, last_error_at, verified, diverged)
     VALUES (sub, (status = 'applied')::int, (status = 'skipped')::int,
             (status = 'refused')::int, (status = 'failed')::int, (status = 'duplicate')::int,
-            CASE WHEN status = 'applied' THEN event_lsn END,
-            CASE WHEN status = 'applied' THEN clock_timestamp() END,
+            CASE WHEN status IN ('applied', 'diverged') THEN event_lsn END,
+            CASE WHEN status IN ('applied', 'diverged') THEN clock_timestamp() END,
             CASE WHEN problem THEN status || ': ' || coalesce(detail, '') END,
-            CASE WHEN problem THEN clock_timestamp() END)
+            CASE WHEN problem THEN clock_timestamp() END,
+            (status = 'applied' AND coalesce(verified, false))::int,
+            (status = 'diverged')::int)
     ON CONFLICT (subid) DO UPDATE SET
         applied = c.applied + excluded.applied,
         skipped = c.skipped + excluded.skipped,
         refused = c.refused + excluded.refused,
         failed = c.failed + excluded.failed,
         duplicates = c.duplicates + excluded.duplicates,
+        verified = c.verified + excluded.verified,
+        diverged = c.diverged + excluded.diverged,
         last_applied_lsn = coalesce(excluded.last_applied_lsn, c.last_applied_lsn),
         last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
         last_error = coalesce(excluded.last_error, c.last_error),
@@ -144,7 +152,7 @@ BEGIN
     PERFORM ddl_sync.set_local_change(was_local);
 END
 $$;
-REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn) FROM PUBLIC;
+REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn, boolean) FROM PUBLIC;
 
 -- One row per subscription of this database. errors and last_error also count the failures
 -- under ddl_conflict = 'error', which roll back and are retried (from shared memory: with
@@ -152,6 +160,8 @@ REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn) FROM PUBLIC
 CREATE VIEW ddl_sync.subscription_stats AS
 SELECT s.oid AS subid, s.subname AS subscription,
        coalesce(c.applied, 0) AS applied,
+       coalesce(c.verified, 0) AS verified,
+       coalesce(c.diverged, 0) AS diverged,
        coalesce(c.skipped, 0) AS skipped,
        coalesce(c.refused, 0) AS refused,
        coalesce(c.failed, 0) AS failed,
@@ -169,7 +179,7 @@ SELECT s.oid AS subid, s.subname AS subscription,
                      WHERE d.datname = pg_catalog.current_database());
 
 COMMENT ON VIEW ddl_sync.subscription_stats IS
-    'Per subscription: DDL events applied, skipped, refused, failed, duplicates, replay errors, the last applied and the last error';
+    'Per subscription: DDL events applied (verified: shown to have made what they made on the publisher), diverged, skipped, refused, failed, duplicates, replay errors, the last applied and the last error';
 
 -- The DDL event each subscription of this database is stuck on under ddl_conflict = 'error'
 -- (its last replay error since the server started), for ddl_sync.resolve_event.

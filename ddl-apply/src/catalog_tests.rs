@@ -209,6 +209,9 @@ pub(crate) mod tests {
         ("subid", "oid"),
     ];
 
+    /// The subscriber's columns added since, after the event columns of their version.
+    const LATER_APPLY_COLUMNS: [(&str, &str); 1] = [("apply_verified", "boolean")];
+
     /// The columns of ddl-wire's event schema that may (`true`) or may not be NULL.
     fn event_columns(nullable: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
         ddl_wire::EVENT_COLUMNS
@@ -224,11 +227,12 @@ pub(crate) mod tests {
              WHERE attrelid = 'ddl_sync.events'::regclass AND attnum > 0 AND NOT attisdropped
              ORDER BY attnum",
         );
-        // The event columns every version had, the apply status, then the event columns added
-        // since (ALTER TABLE ADD COLUMN puts them last).
+        // The event columns every version had, the apply status, then the event and apply
+        // columns added since (ALTER TABLE ADD COLUMN puts them last).
         let expected: Vec<Vec<Option<String>>> = event_columns(false)
             .chain(APPLY_COLUMNS)
             .chain(event_columns(true))
+            .chain(LATER_APPLY_COLUMNS)
             .map(|(name, ty)| vec![Some(name.to_owned()), Some(ty.to_owned())])
             .collect();
         assert_eq!(columns, expected);
@@ -244,6 +248,7 @@ pub(crate) mod tests {
         let expected: Vec<Vec<Option<String>>> = APPLY_COLUMNS
             .into_iter()
             .chain(event_columns(true))
+            .chain(LATER_APPLY_COLUMNS)
             .map(|(name, _)| vec![Some(name.to_string())])
             .collect();
         assert_eq!(nullable, expected);

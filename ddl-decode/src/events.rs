@@ -56,6 +56,12 @@ pub unsafe fn send(
         generated::sent_generated_columns(&event, &s.publications)
     });
     event.sent_generated_columns = sent.as_deref();
+    // What the statement made, from the catalogs as of its message: the historic snapshot.
+    // SAFETY: as above.
+    let description =
+        unsafe { ddl_server::describe::statement(event.command_tag, event.object_identity) }
+            .map(|d| d.to_json());
+    event.description = description.as_deref();
     // SAFETY: `rel` is open; the tuple is made in `scratch`.
     let tuple = unsafe { form_tuple(rel, &event) };
     // SAFETY: the caller's promise: `ctx` is live, and its reorder buffer gives a zeroed change

@@ -86,6 +86,8 @@ enum V<'a> {
     JsonOnly(Box<V<'a>>),
     /// Left out of JSON.
     TextOnly(Box<V<'a>>),
+    /// What a statement made (an event's `description`): a JSON object.
+    Description(Box<ddl_wire::Description>),
 }
 
 /// A column of a Relation message; in JSON an object with these members, in this order.
@@ -595,7 +597,7 @@ fn text_field(out: &mut String, key: &str, value: &V<'_>) {
             }
             out.push(')');
         }
-        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::TextOnly(_) => {}
+        V::Flag(_) | V::Bare(_) | V::JsonOnly(_) | V::TextOnly(_) | V::Description(_) => {}
     }
 }
 
@@ -763,6 +765,7 @@ impl Serialize for V<'_> {
             V::Names(names) => names.serialize(serializer),
             V::JsonOnly(v) => v.serialize(serializer),
             V::TextOnly(_) => serializer.serialize_unit(),
+            V::Description(d) => d.serialize(serializer),
         }
     }
 }
@@ -830,6 +833,14 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
                     Some(Value::Bool(b)) => V::Flag(b),
                     Some(Value::Int8(n)) => V::Num(n as u64),
                     Some(Value::Lsn(lsn)) => V::Lsn(lsn.0),
+                    // The description as the object it is, not as a string of JSON; text that
+                    // is not a description stays the string it is.
+                    Some(Value::Text(text)) if column.field == "description" => {
+                        match ddl_wire::Description::from_json(text) {
+                            Ok(d) => V::Description(Box::new(d)),
+                            Err(_) => s(text),
+                        }
+                    }
                     Some(Value::Text(text)) => s(text),
                 };
                 (column.field, value)

@@ -651,6 +651,7 @@ fn event_value(column: &str) -> &'static [u8] {
         "bindings" => b"",
         "capturing_sysid" => b"7301234567890123456",
         "sent_generated_columns" => b"",
+        "description" => br#"{"version":1,"objects":[{"action":"created","kind":"table","identity":"public.t","table":{"owner":"app","columns":[{"name":"a","type":"integer"}],"replica_identity":"default"}}]}"#,
         other => panic!("no value for {other}"),
     }
 }
@@ -806,6 +807,8 @@ fn an_insert_on_ddl_sync_events_is_shown_as_its_ddl() {
         r#""tables":"CREATE TABLE public.t (a integer);""#,
         r#""role_rights":"NOSUPERUSER""#,
         r#""capturing_sysid":7301234567890123456"#,
+        // The description as an object, not a string of JSON.
+        r#""description":{"version":1,"objects":[{"action":"created","kind":"table","identity":"public.t","table":{"owner":"app","columns":[{"name":"a","type":"integer"}],"replica_identity":"default"}}]}"#,
     ] {
         assert!(ddl.contains(member), "{member} in {ddl}");
     }

@@ -221,48 +221,23 @@ unsafe fn is_relation_or_array_type(type_id: pg_sys::Oid) -> bool {
 /// In a transaction.
 unsafe fn dependencies(holder: &pg_sys::ObjectAddress, found: &mut Vec<pg_sys::ObjectAddress>) {
     // SAFETY: the caller's promise; pg_depend read through its (classid, objid, objsubid)
-    // index with two equality keys, closed below.
+    // index by its first two columns.
     unsafe {
-        let rel = pg_sys::table_open(DEPEND_RELATION, pg_sys::AccessShareLock as i32);
-        let mut keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
-        pg_sys::ScanKeyInit(
-            &mut keys[0],
-            1,
-            pg_sys::BTEqualStrategyNumber as u16,
-            pg_sys::Oid::from(pg_sys::F_OIDEQ),
-            pg_sys::Datum::from(holder.classId),
-        );
-        pg_sys::ScanKeyInit(
-            &mut keys[1],
-            2,
-            pg_sys::BTEqualStrategyNumber as u16,
-            pg_sys::Oid::from(pg_sys::F_OIDEQ),
-            pg_sys::Datum::from(holder.objectId),
-        );
-        let scan = pg_sys::systable_beginscan(
-            rel,
+        crate::catalog_scan::scan(
+            DEPEND_RELATION,
             DEPEND_DEPENDER_INDEX,
-            true,
-            std::ptr::null_mut(),
-            2,
-            keys.as_mut_ptr(),
+            &[(1, holder.classId), (2, holder.objectId)],
+            |tuple| {
+                let dep = &*pg_sys::heap_tuple_get_struct::<PgDepend>(tuple);
+                if dep.deptype as u8 == pg_sys::DependencyType::DEPENDENCY_NORMAL as u8
+                    && (holder.objectSubId == 0 || dep.objsubid == holder.objectSubId)
+                    && found_by_name(dep.refclassid)
+                    && !is_builtin(dep.refobjid)
+                {
+                    found.push(address(dep.refclassid, dep.refobjid, dep.refobjsubid));
+                }
+            },
         );
-        loop {
-            let tuple = pg_sys::systable_getnext(scan);
-            if tuple.is_null() {
-                break;
-            }
-            let dep = &*pg_sys::heap_tuple_get_struct::<PgDepend>(tuple);
-            if dep.deptype as u8 == pg_sys::DependencyType::DEPENDENCY_NORMAL as u8
-                && (holder.objectSubId == 0 || dep.objsubid == holder.objectSubId)
-                && found_by_name(dep.refclassid)
-                && !is_builtin(dep.refobjid)
-            {
-                found.push(address(dep.refclassid, dep.refobjid, dep.refobjsubid));
-            }
-        }
-        pg_sys::systable_endscan(scan);
-        pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
     }
 }
 

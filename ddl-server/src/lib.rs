@@ -34,7 +34,9 @@
 //! - [`relation_oid`]: the relation a `RangeVar` names, as the statement will resolve it.
 
 pub mod bindings;
+pub mod catalog_scan;
 pub mod contract;
+pub mod describe;
 pub mod errors;
 pub mod event_row;
 pub mod event_trigger;

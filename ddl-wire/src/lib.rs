@@ -75,6 +75,7 @@ mod commit_prepared;
 mod context;
 mod decoder;
 mod delete;
+mod description;
 mod error;
 mod event;
 mod file_reader;
@@ -112,6 +113,11 @@ pub use crate::{
     context::{ProtocolContext, Streaming},
     decoder::StreamDecoder,
     delete::{write_delete, DeleteBody},
+    description::{
+        differences, Action, ColumnDescription, ConstraintDescription, Description,
+        DescriptionError, Difference, IndexDescription, ObjectDescription, TableDescription,
+        DESCRIPTION_VERSION,
+    },
     error::{Error, ErrorKind},
     event::{
         event_columns, DdlEvent, EventColumn, EventError, EventErrorKind, EventsRelation, Lsn,

@@ -103,11 +103,16 @@ fn published_generated_columns_become_plain_columns_that_take_the_values() {
         ),
         "applied CREATE TABLE: column b of public.g is a plain column here: the publisher sends its \
          values (publish_generated_columns or a column list), which a generated column cannot \
-         take\n\
+         take; verified, but for differences made on purpose: table public.g column b: \
+         generated (a plain column here: the publisher sends its values)\n\
          applied ALTER TABLE: column d of public.g is a plain column here: the publisher sends its \
          values (publish_generated_columns or a column list), which a generated column cannot \
-         take\n\
-         applied ALTER TABLE"
+         take; verified, but for differences made on purpose: table public.g column b: \
+         generated, table public.g column d: generated (a plain column here: the publisher \
+         sends its values)\n\
+         applied ALTER TABLE: verified, but for differences made on purpose: table public.g \
+         column b: generated, table public.g column d: generated (a plain column here: the \
+         publisher sends its values)"
     );
     // What the publisher's plugin said this stream sends, as of each statement: the table's
     // stored generated columns (the virtual one is not sent), one name per line.

@@ -27,11 +27,13 @@ mod statement;
 pub(crate) mod stats;
 mod tables;
 mod tablespace;
+mod verify;
 
 use crate::replay::host::ServerHost;
 use crate::replay::resolution::Resolution;
 use crate::replay::statement::Checked;
-use crate::subscriber::applying::{self, Conflict, Subscription};
+use crate::replay::verify::Verified;
+use crate::subscriber::applying::{self, Conflict, Divergence, Subscription};
 use crate::subscriber::{activity, apply_code};
 use ddl_adapter::{Adapter, Context, Failure, Outcome};
 use ddl_filter::{DdlCandidate, DdlKind};
@@ -39,10 +41,16 @@ use pgrx::prelude::*;
 use std::time::Instant;
 
 /// How the replay of one event ended, as recorded on its row.
+#[derive(Default)]
 struct Verdict {
     status: &'static str,
     detail: Option<String>,
     adapter: Option<String>,
+    /// What it made compared with the publisher's description (see [`verify`]): equal, or
+    /// not; `None` when not compared.
+    verified: Option<bool>,
+    /// It ran as `ddl_fallback_role`, its own role being missing here.
+    ran_as_fallback: bool,
 }
 
 impl Verdict {
@@ -50,7 +58,7 @@ impl Verdict {
         Verdict {
             status,
             detail: Some(detail.into()),
-            adapter: None,
+            ..Verdict::default()
         }
     }
 
@@ -65,13 +73,15 @@ impl Verdict {
     }
 }
 
-/// What `ddl_sync.replay` returns for the row: (status, detail, adapter, seconds). (pg_extern
-/// reads the column names from the spelled-out tuple, so the two functions spell it out.)
-type RowVerdict = TableIterator<'static, (String, Option<String>, Option<String>, f64)>;
+/// What `ddl_sync.replay` returns for the row: (status, detail, adapter, seconds, verified).
+/// (pg_extern reads the column names from the spelled-out tuple, so the function spells it
+/// out.)
+type Outcome5 = (String, Option<String>, Option<String>, f64, Option<bool>);
 
 /// Replays one DDL event: the row of `ddl_sync.events` the apply trigger is inserting
 /// (`ddl_sync.replay(NEW)`), read through ddl-wire's event schema.
 #[pg_extern(volatile, name = "replay")]
+#[allow(clippy::type_complexity)] // pgrx's form of a set-returning function: one name per column
 fn replay_row(
     event: pgrx::composite_type!("ddl_sync.events"),
 ) -> TableIterator<
@@ -81,6 +91,7 @@ fn replay_row(
         name!(detail, Option<String>),
         name!(adapter, Option<String>),
         name!(seconds, f64),
+        name!(verified, Option<bool>),
     ),
 > {
     let started = Instant::now();
@@ -92,7 +103,7 @@ fn replay_row(
         Ok(Err(e)) => Verdict::new("refused", format!("not a DDL event: {e}")),
         Err(why) => Verdict::new("refused", format!("not a DDL event: {why}")),
     };
-    outcome(verdict, started)
+    TableIterator::once(outcome(verdict, started))
 }
 
 /// The replay as extension 0.3.0's SQL calls it (`ddl_sync.replay` of eleven arguments, C
@@ -125,10 +136,10 @@ fn replay(
     let started = Instant::now();
     let Some(origin_lsn) = ddl_wire::Lsn::parse(origin_lsn.as_bytes()) else {
         let why = format!("origin LSN \"{origin_lsn}\" is not an LSN");
-        return outcome(
+        return legacy(outcome(
             Verdict::new("refused", format!("not a DDL event: {why}")),
             started,
-        );
+        ));
     };
     let event = ddl_wire::DdlEvent {
         lsn: ddl_wire::Lsn(0),
@@ -154,17 +165,27 @@ fn replay(
         bindings: None,
         capturing_sysid: None,
         sent_generated_columns: None,
+        description: None,
     };
-    outcome(replay_event(&Event::new(event)), started)
+    legacy(outcome(replay_event(&Event::new(event)), started))
 }
 
-fn outcome(verdict: Verdict, started: Instant) -> RowVerdict {
-    TableIterator::once((
+fn outcome(verdict: Verdict, started: Instant) -> Outcome5 {
+    (
         verdict.status.to_string(),
         verdict.detail,
         verdict.adapter,
         started.elapsed().as_secs_f64(),
-    ))
+        verdict.verified,
+    )
+}
+
+/// The outcome as 0.3.0's replay returns it: no `verified` (nothing from a 0.3.0 row is
+/// described).
+fn legacy(
+    (status, detail, adapter, seconds, _): Outcome5,
+) -> TableIterator<'static, (String, Option<String>, Option<String>, f64)> {
+    TableIterator::once((status, detail, adapter, seconds))
 }
 
 /// An event being replayed: the row, and the settings it names, parsed.
@@ -453,8 +474,72 @@ fn decide_and_run(
                 event.row.sent_generated_columns,
             ));
         }
+        let on_purpose = verify::OnPurpose {
+            ran_as_fallback: verdict.ran_as_fallback,
+            sent_generated: event
+                .row
+                .sent_generated_columns
+                .and_then(|field| ddl_wire::parse_name_set(field).ok())
+                .map(|names| names.into_iter().collect())
+                .unwrap_or_default(),
+        };
+        verify_made(
+            event,
+            subscription,
+            config.divergence,
+            &on_purpose,
+            &mut verdict,
+        );
     }
     Replayed::ForHere(verdict)
+}
+
+/// Compares what the applied statement made with what it made on the publisher (see
+/// [`verify`]): verified, or diverged under the subscription's policy.
+fn verify_made(
+    event: &Event<'_>,
+    subscription: &Subscription,
+    policy: Divergence,
+    on_purpose: &verify::OnPurpose,
+    verdict: &mut Verdict,
+) {
+    match verify::compare(
+        event.row.command_tag,
+        event.row.object_identity,
+        event.row.description,
+        on_purpose,
+    ) {
+        Verified::NotDescribed => {}
+        Verified::Equal(note) => {
+            verdict.verified = Some(true);
+            verdict.add_notes(note);
+        }
+        Verified::Diverged(difference) if policy == Divergence::Error => {
+            let failed = stats::Failed {
+                origin: event.origin_key(),
+                sql: event.row.sql,
+            };
+            let message = format!(
+                "ddl_sync: replay of \"{}\" diverged (ddl_divergence = error): {difference}",
+                event.row.sql
+            );
+            stats::record(subscription.oid, &failed, &message);
+            ddl_server::errors::Error::new(
+                PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                message,
+            )
+            .hint(
+                "Make the subscriber's objects as the publisher's, or resolve the event with \
+                 ddl_sync.resolve_event; the apply worker retries the transaction.",
+            )
+            .raise()
+        }
+        Verified::Diverged(difference) => {
+            verdict.status = "diverged";
+            verdict.verified = Some(false);
+            verdict.add_notes(Some(difference));
+        }
+    }
 }
 
 /// The statement of a `postgres` event is checked now, with this server's parser. Another
@@ -565,11 +650,12 @@ fn run(
     match outcome {
         Outcome::Success => Verdict {
             status: "applied",
+            ran_as_fallback: role_note.is_some(),
             detail: role_note
                 .into_iter()
                 .chain(notes)
                 .reduce(|all, note| format!("{all}; {note}")),
-            adapter: None,
+            ..Verdict::default()
         },
         // Under either policy a failure that passes goes to the apply worker, which retries
         // the transaction; under `error`, every failure does.
@@ -581,7 +667,7 @@ fn run(
                 Some(note) => format!("{e} ({note})"),
                 None => e.message,
             }),
-            adapter: None,
+            ..Verdict::default()
         },
         _ => Verdict::new(
             "failed",

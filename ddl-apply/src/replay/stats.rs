@@ -329,7 +329,8 @@ fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
     let subid = subscription.map(subscription_oid);
     Spi::run_with_args(
         "UPDATE ddl_sync.subscription_counters
-            SET applied = 0, skipped = 0, refused = 0, failed = 0, duplicates = 0,
+            SET applied = 0, verified = 0, diverged = 0, skipped = 0, refused = 0, failed = 0,
+                duplicates = 0,
                 last_applied_lsn = NULL, last_applied_at = NULL,
                 last_error = NULL, last_error_at = NULL, stats_reset = pg_catalog.now()
           WHERE $1 IS NULL OR subid = $1",

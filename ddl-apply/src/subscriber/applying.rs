@@ -38,6 +38,16 @@ pub enum Conflict {
     Skip,
 }
 
+/// What a statement that made something else here than on the publisher does
+/// (`ddl_divergence`, see `replay/verify.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Divergence {
+    /// The event is `diverged`, with a WARNING; replication goes on.
+    Warn,
+    /// The apply worker errors and retries.
+    Error,
+}
+
 /// A subscription's row of `ddl_sync.subscription_ddl`.
 pub struct Config {
     pub kinds: DdlKinds,
@@ -45,6 +55,7 @@ pub struct Config {
     pub rules: RuleSet,
     /// The role that replays the statements of roles missing here (`ddl_fallback_role`).
     pub fallback_role: Option<String>,
+    pub divergence: Divergence,
 }
 
 pub struct Subscription {
@@ -63,12 +74,14 @@ impl Subscription {
 
     /// Its DDL configuration; `None` when it does not replay DDL.
     pub fn config(&self) -> Option<Config> {
-        // The fallback role through to_jsonb: a database still at 0.2.0's SQL objects (before
-        // ALTER EXTENSION UPDATE) has no such column, and must go on replaying meanwhile.
-        let (ddl, conflict, rules, fallback_role) = Spi::connect(|client| {
+        // The fallback role and the divergence policy through to_jsonb: a database still at
+        // an older version's SQL objects (before ALTER EXTENSION UPDATE) has no such column,
+        // and must go on replaying meanwhile.
+        let (ddl, conflict, rules, fallback_role, divergence) = Spi::connect(|client| {
             let mut rows = client
                 .select(
-                    "SELECT ddl, conflict, rules, pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'fallback_role'
+                    "SELECT ddl, conflict, rules, pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'fallback_role',
+                            pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'divergence'
                        FROM ddl_sync.subscription_ddl s WHERE subid OPERATOR(pg_catalog.=) $1",
                     None,
                     &[self.oid.into()],
@@ -80,6 +93,7 @@ impl Subscription {
                 row.get::<String>(2).ok().flatten()?,
                 row.get::<String>(3).ok().flatten(),
                 row.get::<String>(4).ok().flatten(),
+                row.get::<String>(5).ok().flatten(),
             ))
         })?;
         let mut builder = RuleSetBuilder::new();
@@ -104,6 +118,11 @@ impl Subscription {
             },
             rules,
             fallback_role,
+            divergence: if divergence.as_deref() == Some("error") {
+                Divergence::Error
+            } else {
+                Divergence::Warn
+            },
         })
     }
 

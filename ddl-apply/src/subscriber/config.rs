@@ -34,6 +34,21 @@ pub(crate) fn schema_mode(text: &str) -> Result<&'static str, String> {
 
 pub(crate) const STRICT: &str = "strict";
 
+/// The valid divergence policies (`ddl_divergence`): what a subscriber does when a statement
+/// it applied made something other than what it made on the publisher (see `replay/verify.rs`).
+/// `warn`: the event is `diverged`, with a WARNING, and replication goes on; `error`: the apply
+/// worker errors and retries, as for a failing statement under `ddl_conflict = 'error'`, until
+/// the subscriber is made equal or the event is resolved.
+pub(crate) fn divergence_policy(text: &str) -> Result<&'static str, String> {
+    match text {
+        "warn" => Ok("warn"),
+        "error" => Ok("error"),
+        _ => Err(format!(
+            "unknown divergence policy \"{text}\" (valid: warn, error)"
+        )),
+    }
+}
+
 /// What to change; `None` keeps what is stored.
 #[derive(Default)]
 pub(crate) struct Change {
@@ -44,6 +59,7 @@ pub(crate) struct Change {
     pub schema_mode: Option<&'static str>,
     /// `Some(None)`: no fallback role (statements of missing roles are refused).
     pub fallback_role: Option<Option<String>>,
+    pub divergence: Option<&'static str>,
 }
 
 /// A stored configuration row.
@@ -173,6 +189,17 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
             .unwrap_or_else(|e| {
                 errors::internal(format_args!(
                     "cannot store the fallback role of {name}: {e}"
+                ))
+            });
+        }
+        if let Some(divergence) = change.divergence {
+            Spi::run_with_args(
+                "UPDATE ddl_sync.subscription_ddl SET divergence = $2 WHERE subid = $1",
+                &[subid.into(), divergence.into()],
+            )
+            .unwrap_or_else(|e| {
+                errors::internal(format_args!(
+                    "cannot store the divergence policy of {name}: {e}"
                 ))
             });
         }
@@ -322,6 +349,7 @@ fn set_subscription_ddl(
             rules: Some(rules),
             schema_mode: Some(schema_mode),
             fallback_role: None,
+            divergence: None,
         },
     );
 }

@@ -437,6 +437,7 @@ fn finish(request: &Request) {
             rules: None,
             schema_mode: request.schema_mode,
             fallback_role: request.fallback_role.clone(),
+            divergence: request.divergence,
         },
     );
     let name = &request.subscription;

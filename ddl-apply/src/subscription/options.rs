@@ -1,9 +1,9 @@
-//! The `ddl`, `ddl_conflict`, `schema_mode` and `ddl_fallback_role` options of CREATE/ALTER
-//! SUBSCRIPTION, taken out
-//! of the statement before PostgreSQL parses it (it rejects options it does not know), and the
-//! slot plan of a CREATE SUBSCRIPTION that replicates DDL.
+//! The `ddl`, `ddl_conflict`, `schema_mode`, `ddl_fallback_role` and `ddl_divergence` options
+//! of CREATE/ALTER SUBSCRIPTION, taken out of the statement before PostgreSQL parses it (it
+//! rejects options it does not know), and the slot plan of a CREATE SUBSCRIPTION that
+//! replicates DDL.
 
-use crate::subscriber::config::{conflict_policy, fallback_role, schema_mode};
+use crate::subscriber::config::{conflict_policy, divergence_policy, fallback_role, schema_mode};
 use ddl_filter::DdlKinds;
 use ddl_server::errors;
 use pgrx::list::PgList;
@@ -50,6 +50,7 @@ pub(super) struct Request {
     pub schema_mode: Option<&'static str>,
     /// `Some(None)`: no fallback role.
     pub fallback_role: Option<Option<String>>,
+    pub divergence: Option<&'static str>,
     /// `Some` for CREATE SUBSCRIPTION.
     pub create: Option<Create>,
 }
@@ -104,11 +105,12 @@ fn invalid(parameter: &str, problem: impl std::fmt::Display) -> ! {
 }
 
 /// The options this module takes.
-const OURS: [&str; 5] = [
+const OURS: [&str; 6] = [
     "ddl",
     "ddl_conflict",
     "schema_mode",
     "ddl_fallback_role",
+    "ddl_divergence",
     "copy_schema",
 ];
 
@@ -123,13 +125,14 @@ pub(super) unsafe fn take(
 ) -> Option<Request> {
     // SAFETY: the caller's promise: a utility PlannedStmt, whose `utilityStmt` is the
     // statement; `*options` is its list of DefElems.
-    let (ddl, conflict, mode, fallback, copy_schema, is_create) = unsafe {
+    let (ddl, conflict, mode, fallback, divergence, copy_schema, is_create) = unsafe {
         let (options, _, is_create) = options_of((*pstmt).utilityStmt)?;
         (
             find(*options, "ddl"),
             find(*options, "ddl_conflict"),
             find(*options, "schema_mode"),
             find(*options, "ddl_fallback_role"),
+            find(*options, "ddl_divergence"),
             find(*options, "copy_schema"),
             is_create,
         )
@@ -138,6 +141,7 @@ pub(super) unsafe fn take(
         && conflict.is_none()
         && mode.is_none()
         && fallback.is_none()
+        && divergence.is_none()
         && copy_schema.is_none()
     {
         return None;
@@ -166,23 +170,31 @@ pub(super) unsafe fn take(
         .map(|def| conflict_policy(&string(def)).unwrap_or_else(|e| invalid("ddl_conflict", e)));
     let mode =
         mode.map(|def| schema_mode(&string(def)).unwrap_or_else(|e| invalid("schema_mode", e)));
-    require_extension(match (&kinds, conflict, mode, &fallback) {
-        (Some(_), _, _, _) => "ddl",
-        (None, Some(_), _, _) => "ddl_conflict",
-        (None, None, Some(_), _) => "schema_mode",
-        (None, None, None, Some(_)) => "ddl_fallback_role",
-        (None, None, None, None) => "copy_schema",
+    let divergence = divergence.map(|def| {
+        divergence_policy(&string(def)).unwrap_or_else(|e| invalid("ddl_divergence", e))
+    });
+    let other = if fallback.is_some() {
+        "ddl_fallback_role"
+    } else if divergence.is_some() {
+        "ddl_divergence"
+    } else {
+        "copy_schema"
+    };
+    require_extension(match (&kinds, conflict, mode) {
+        (Some(_), _, _) => "ddl",
+        (None, Some(_), _) => "ddl_conflict",
+        (None, None, Some(_)) => "schema_mode",
+        (None, None, None) => other,
     });
     // Read only once the extension is known to exist (its catalog lookups need nothing of it,
     // but the error above is the clearer one).
     let fallback = fallback
         .map(|def| fallback_role(&string(def)).unwrap_or_else(|e| invalid("ddl_fallback_role", e)));
     if is_create && kinds.is_none() {
-        let parameter = match (conflict, mode, &fallback) {
-            (Some(_), _, _) => "ddl_conflict",
-            (None, Some(_), _) => "schema_mode",
-            (None, None, Some(_)) => "ddl_fallback_role",
-            (None, None, None) => "copy_schema",
+        let parameter = match (conflict, mode) {
+            (Some(_), _) => "ddl_conflict",
+            (None, Some(_)) => "schema_mode",
+            (None, None) => other,
         };
         ereport!(
             ERROR,
@@ -220,6 +232,7 @@ pub(super) unsafe fn take(
         conflict,
         schema_mode: mode,
         fallback_role: fallback,
+        divergence,
         create,
     })
 }

@@ -128,6 +128,10 @@ event_schema! {
     /// sealed record: the plugin fills it for its own session's publications, as of the
     /// statement. `None` from an older publisher.
     sent_generated_columns: Option<&'a str> = "sent_generated_columns";
+    /// What the statement made, as JSON ([`crate::Description`]): the plugin describes the
+    /// statement's objects from the catalogs as of the statement, and a subscriber compares
+    /// what its replay made. `None` for a kind not described yet, or from an older publisher.
+    description: Option<&'a str> = "description";
 }
 
 impl<'a> DdlEvent<'a> {
@@ -162,8 +166,9 @@ impl<'a> DdlEvent<'a> {
             role_rights: (!record.role_rights.is_empty()).then_some(record.role_rights),
             bindings: record.bindings,
             capturing_sysid: Some(record.origin.capturing_sysid),
-            // The plugin's, for its session (ddl-decode's `generated`).
+            // The plugin's, from its catalogs and for its session (ddl-decode's `events`).
             sent_generated_columns: None,
+            description: None,
         }
     }
 }

@@ -57,6 +57,7 @@ fn text_value(name: &str) -> &'static [u8] {
         "settings" => b"DateStyle=ISO, MDY",
         "capturing_sysid" => b"7",
         "sent_generated_columns" => b"b\n",
+        "description" => br#"{"version":1,"objects":[]}"#,
         _ => b"x",
     }
 }
@@ -106,6 +107,7 @@ fn reads_text_values_by_column_name() {
     assert_eq!(ev.settings, Some("DateStyle=ISO, MDY"));
     assert_eq!(ev.capturing_sysid, Some(7));
     assert_eq!(ev.sent_generated_columns, Some("b\n"));
+    assert_eq!(ev.description, Some(r#"{"version":1,"objects":[]}"#));
 }
 
 #[test]
@@ -122,7 +124,9 @@ fn nullable_columns_may_be_missing_or_null() {
     let values: Vec<TupleValue<'_>> = names
         .iter()
         .map(|n| match *n {
-            "bindings" | "capturing_sysid" | "sent_generated_columns" => TupleValue::Null,
+            "bindings" | "capturing_sysid" | "sent_generated_columns" | "description" => {
+                TupleValue::Null
+            }
             other => TupleValue::Text(text_value(other)),
         })
         .collect();
@@ -270,11 +274,12 @@ fn inserts_that_do_not_match_the_relation_are_refused() {
 #[test]
 fn event_columns_lists_every_field_with_its_type() {
     let cols: Vec<_> = event_columns().collect();
-    assert_eq!(cols.len(), 22);
+    assert_eq!(cols.len(), 23);
     assert_eq!(cols[0], ("lsn", "pg_lsn"));
     assert!(cols.contains(&("sql", "text")));
     assert!(cols.contains(&("capturing_sysid", "bigint")));
     assert_eq!(cols[21], ("sent_generated_columns", "text"));
+    assert_eq!(cols[22], ("description", "text"));
     // Only fields added after the first version may be NULL, and they come last.
     let first_nullable = EVENT_COLUMNS.iter().position(|c| c.nullable).unwrap();
     assert!(EVENT_COLUMNS[first_nullable..].iter().all(|c| c.nullable));
