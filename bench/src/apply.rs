@@ -337,6 +337,12 @@ impl Pair {
             "SELECT sum(extract(epoch FROM apply_duration)), extract(epoch FROM min(applied_at))
              FROM ddl_sync.events WHERE origin_lsn > '{since}'"
         ))?)?;
+        // Verification (#29): every event the publisher described is compared after its replay.
+        let verified = self.subscriber_sql(&format!(
+            "SELECT count(*) FILTER (WHERE apply_verified) || ' of ' ||
+                    count(*) FILTER (WHERE description IS NOT NULL)
+             FROM ddl_sync.events WHERE origin_lsn > '{since}'"
+        ))?;
         let describe = describe_schema(schema);
         let (on_publisher, on_subscriber) = (
             self.publisher_sql(&describe)?,
@@ -350,6 +356,7 @@ impl Pair {
         }
         Ok(Applied {
             described: on_publisher,
+            verified,
             replay_s,
             first,
         })
@@ -366,6 +373,8 @@ impl Pair {
 struct Applied {
     /// The schema's description, the same on both sides.
     described: String,
+    /// `<verified> of <described>`: the events verified, of those the publisher described.
+    verified: String,
     /// How long the events' replay took by the apply log (`apply_duration`), seconds.
     replay_s: f64,
     /// When the first event was applied, epoch seconds.
@@ -762,6 +771,7 @@ fn section(
         ));
     }
     let described = apply.first().map_or("", |r| r.applied.described.as_str());
+    let verified = apply.first().map_or("", |r| r.applied.verified.as_str());
 
     let ms = |s: &Option<Percentiles>, f: fn(&Percentiles) -> f64| {
         s.as_ref()
@@ -903,7 +913,9 @@ fn section(
          them (re-parse, checks, execution); the rest is the rows, the events' own inserts and \
          the commits. Checked after every round (the benchmark fails otherwise): the \
          subscriber's apply log (`ddl_sync.events`) holds exactly {ddl} rows since the \
-         migration's start LSN, all `applied`; and the schema's description is the same on \
+         migration's start LSN, all `applied` ({verified} events verified: what each table \
+         statement made, described by the publisher's plugin, compared after its replay, which \
+         the DDL replay time includes); and the schema's description is the same on \
          both sides (every column with type, NOT NULL and default, index and view \
          definition, function, comment, and each table's rows by count and md5), e.g. \
          `{described}`. The schema is then dropped (replicated too, and waited for). Round 0 \

@@ -57,10 +57,19 @@ pub unsafe fn send(
     });
     event.sent_generated_columns = sent.as_deref();
     // What the statement made, from the catalogs as of its message: the historic snapshot.
-    // SAFETY: as above.
     let description =
-        unsafe { ddl_server::describe::statement(event.command_tag, event.object_identity) }
-            .map(|d| d.to_json());
+        match ddl_server::describe::statement(event.command_tag, event.object_identity) {
+            Ok(description) => description.map(|d| d.to_json()),
+            Err(e) => {
+                warning!(
+                    "ddl_pgoutput: {} {} at {} is sent without its description: {e}",
+                    event.command_tag,
+                    event.object_identity,
+                    ddl_server::text::lsn(Lsn(lsn))
+                );
+                None
+            }
+        };
     event.description = description.as_deref();
     // SAFETY: `rel` is open; the tuple is made in `scratch`.
     let tuple = unsafe { form_tuple(rel, &event) };

@@ -19,11 +19,27 @@ use pgrx::list::PgList;
 use pgrx::pg_sys;
 
 /// The description of a statement (`command_tag` on `identity`), or `None` for a kind this
-/// version does not describe yet: tables, and the indexes of a table (as the table).
+/// version does not describe yet (it describes tables, and the indexes of a table as the
+/// table); `Err` with the message of an ERROR that describing raised. Such an ERROR is caught in
+/// a subtransaction, which undoes what it did: in a walsender it would otherwise stop the
+/// stream for good (every retry decodes the same statement again), in an apply worker the
+/// subscription.
+///
+/// In a transaction whose catalogs are those after the statement.
+pub fn statement(command_tag: &str, identity: &str) -> Result<Option<Description>, String> {
+    crate::xact::in_subtransaction(
+        // SAFETY: the caller's promise.
+        || unsafe { statement_unguarded(command_tag, identity) },
+        |_| true,
+    )
+    .map_err(|caught| caught.message)
+}
+
+/// [`statement`], without the subtransaction.
 ///
 /// # Safety
 /// In a transaction whose catalogs are those after the statement.
-pub unsafe fn statement(command_tag: &str, identity: &str) -> Option<Description> {
+unsafe fn statement_unguarded(command_tag: &str, identity: &str) -> Option<Description> {
     let action = if command_tag.starts_with("CREATE TABLE") || command_tag == "SELECT INTO" {
         Action::Created
     } else if command_tag == "DROP TABLE" {

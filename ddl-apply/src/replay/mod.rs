@@ -510,6 +510,7 @@ fn verify_made(
         on_purpose,
     ) {
         Verified::NotDescribed => {}
+        Verified::NotCompared(note) => verdict.add_notes(Some(note)),
         Verified::Equal(note) => {
             verdict.verified = Some(true);
             verdict.add_notes(note);

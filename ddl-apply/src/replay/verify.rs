@@ -15,6 +15,8 @@ use ddl_wire::{Description, Difference};
 pub enum Verified {
     /// The event has no description (a kind not described yet, an older publisher).
     NotDescribed,
+    /// Not compared: describing what the replay made failed, as the note says.
+    NotCompared(String),
     /// Equal, but for the expected differences a note names, if any.
     Equal(Option<String>),
     /// Different: each difference, readably.
@@ -59,11 +61,13 @@ pub fn compare(
     };
     let published = match Description::from_json(published) {
         Ok(published) => published,
-        Err(e) => return Verified::Diverged(format!("the publisher's {e}")),
+        Err(e) => return Verified::NotCompared(format!("not compared: the publisher's {e}")),
     };
-    // SAFETY: in the replay's transaction, after the statement.
-    let here =
-        unsafe { ddl_server::describe::statement(command_tag, identity) }.unwrap_or_default();
+    // In the replay's transaction, after the statement.
+    let here = match ddl_server::describe::statement(command_tag, identity) {
+        Ok(here) => here.unwrap_or_default(),
+        Err(e) => return Verified::NotCompared(format!("not compared with the publisher: {e}")),
+    };
     let (expected, diverged): (Vec<Difference>, Vec<Difference>) =
         ddl_wire::differences(&published, &here)
             .into_iter()
