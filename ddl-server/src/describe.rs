@@ -52,7 +52,14 @@ unsafe fn statement_unguarded(command_tag: &str, identity: &str) -> Option<Descr
     } else {
         return None;
     };
-    let object = match (relcache::relation_named(identity), action) {
+    // A column's statement (`ALTER TABLE ... RENAME COLUMN`) names the column: its table is
+    // described.
+    let relid = relcache::relation_named(identity).or_else(|| {
+        (action == Action::Altered)
+            .then(|| relcache::relation_of_column(identity))
+            .flatten()
+    });
+    let object = match (relid, action) {
         (None, Action::Dropped) => ObjectDescription {
             action,
             kind: "table".into(),

@@ -29,6 +29,13 @@ pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
     relation_in(namespace_named(&schema)?, &name)
 }
 
+/// The table of the column that the identity `schema.table.column` names (as
+/// [`relation_named`] reads identities); `None` for another form, or when there is none.
+pub fn relation_of_column(identity: &str) -> Option<pg_sys::Oid> {
+    let [schema, table, _] = <[String; 3]>::try_from(identity_parts(identity)?).ok()?;
+    relation_in(namespace_named(&schema)?, &table)
+}
+
 /// The schema named `name` (UTF-8, as events carry names), from the catalog caches; `None`
 /// when there is none.
 pub fn namespace_named(name: &str) -> Option<pg_sys::Oid> {

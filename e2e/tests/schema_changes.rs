@@ -15,8 +15,9 @@ CREATE TABLE t (id int PRIMARY KEY, note text NOT NULL DEFAULT 'none');
 ALTER TABLE t ADD COLUMN amount numeric(10,2);
 ALTER TABLE t DROP COLUMN note;
 ALTER TABLE t ALTER COLUMN amount TYPE bigint;
+ALTER TABLE t RENAME COLUMN amount TO total;
 ALTER TABLE t RENAME TO orders;
-CREATE INDEX orders_amount ON orders (amount);
+CREATE INDEX orders_total ON orders (total);
 DROP TABLE orders;
 ";
 
@@ -93,6 +94,7 @@ fn a_consumer_reads_each_table_change_as_data() {
             "ALTER TABLE",
             "ALTER TABLE",
             "ALTER TABLE",
+            "ALTER TABLE",
             "CREATE INDEX",
             "DROP TABLE"
         ]
@@ -128,17 +130,21 @@ fn a_consumer_reads_each_table_change_as_data() {
     assert_eq!(columns(d[2]), ["id integer", "amount numeric(10,2)"]);
     assert_eq!(columns(d[3]), ["id integer", "amount bigint"]);
 
+    // RENAME COLUMN: the table, with the column under its new name.
+    assert_eq!(d[4].objects[0].identity, "public.t");
+    assert_eq!(columns(d[4]), ["id integer", "total bigint"]);
+
     // RENAME: the table under its new name.
-    assert_eq!(d[4].objects[0].identity, "public.orders");
+    assert_eq!(d[5].objects[0].identity, "public.orders");
 
     // CREATE INDEX: its table, with the index.
-    let indexed = d[5].objects[0].table.as_ref().unwrap();
-    assert_eq!(d[5].objects[0].identity, "public.orders");
-    assert!(indexed.indexes.iter().any(|i| i.name == "orders_amount"
-        && i.definition == "CREATE INDEX orders_amount ON public.orders USING btree (amount)"));
+    let indexed = d[6].objects[0].table.as_ref().unwrap();
+    assert_eq!(d[6].objects[0].identity, "public.orders");
+    assert!(indexed.indexes.iter().any(|i| i.name == "orders_total"
+        && i.definition == "CREATE INDEX orders_total ON public.orders USING btree (total)"));
 
     // DROP TABLE: dropped, nothing left to describe.
-    let dropped = &d[6].objects[0];
+    let dropped = &d[7].objects[0];
     assert_eq!(
         (dropped.action, dropped.identity.as_str()),
         (Action::Dropped, "public.orders")
