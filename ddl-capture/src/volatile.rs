@@ -97,8 +97,8 @@ pub unsafe fn check(relid: pg_sys::Oid, subcommands: &[Subcommand]) {
     if !published {
         return;
     }
-    // SAFETY: the table exists: it was open just now, and the statement holds its lock.
-    let table = unsafe { qualified_name(relid) };
+    // The table exists: it was open just now, and the statement holds its lock.
+    let table = ddl_server::relcache::qualified_name(relid).unwrap_or_default();
     if !has_rows(&table) {
         return;
     }
@@ -327,22 +327,6 @@ unsafe fn attribute(rel: pg_sys::Relation, attnum: i16) -> &'static pg_sys::Form
 unsafe fn quote(name: *const std::ffi::c_char) -> String {
     // SAFETY: the caller's promise; the result is `name` itself or a new string.
     unsafe { ddl_server::text::utf8_ptr(pg_sys::quote_identifier(name)) }
-}
-
-/// The schema-qualified, quoted name of `relid`, in UTF-8.
-///
-/// # Safety
-/// `relid` is a relation that exists (neither name lookup may give NULL); in a transaction.
-unsafe fn qualified_name(relid: pg_sys::Oid) -> String {
-    // SAFETY: the caller's promise: the relation and its schema have names, NUL-terminated;
-    // the result is a new server string.
-    unsafe {
-        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
-        ddl_server::text::utf8_ptr(pg_sys::quote_qualified_identifier(
-            schema,
-            pg_sys::get_rel_name(relid),
-        ))
-    }
 }
 
 /// Whether a publication of this database publishes the table's rows at all: if none does, its

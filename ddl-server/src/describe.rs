@@ -87,7 +87,9 @@ unsafe fn statement_unguarded(command_tag: &str, identity: &str) -> Option<Descr
             }
             let (identity, description) = guc::with_search_path("pg_catalog", || {
                 // SAFETY: the caller's promise.
-                unsafe { (qualified_name(table), self::table(table)) }
+                (relcache::qualified_name(table), unsafe {
+                    self::table(table)
+                })
             });
             // SAFETY: the lock taken above (what the deparsing took, it released).
             unsafe { pg_sys::UnlockRelationOid(table, pg_sys::AccessShareLock as i32) };
@@ -126,22 +128,6 @@ unsafe fn lock_soon(relid: pg_sys::Oid) -> bool {
         pgrx::check_for_interrupts!();
     }
     false
-}
-
-/// `schema.name` of `relid`, each part quoted as PostgreSQL quotes identifiers.
-///
-/// # Safety
-/// In a transaction.
-unsafe fn qualified_name(relid: pg_sys::Oid) -> Option<String> {
-    // SAFETY: the caller's promise; catalog cache lookups (NULL when gone).
-    unsafe {
-        let name = pg_sys::get_rel_name(relid);
-        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
-        if name.is_null() || schema.is_null() {
-            return None;
-        }
-        Some(utf8_ptr(pg_sys::quote_qualified_identifier(schema, name)))
-    }
 }
 
 /// The table `relid`, or `None` when it is not a table (or is gone).
@@ -330,7 +316,7 @@ unsafe fn partition_of(relid: pg_sys::Oid) -> Option<String> {
     // SAFETY: the caller's promise; a pg_inherits lookup, then the pg_class row's bound from
     // the catalog cache, deparsed, and the row released.
     unsafe {
-        let parent = qualified_name(pg_sys::get_partition_parent(relid, true))?;
+        let parent = relcache::qualified_name(pg_sys::get_partition_parent(relid, true))?;
         let tuple = pg_sys::SearchSysCache1(
             versions::syscache(pg_sys::SysCacheIdentifier::RELOID),
             relid.into(),
@@ -380,7 +366,7 @@ unsafe fn parents(relid: pg_sys::Oid) -> Vec<String> {
     seqno_parent
         .into_iter()
         // SAFETY: catalog lookups.
-        .filter_map(|(_, parent)| unsafe { qualified_name(parent) })
+        .filter_map(|(_, parent)| relcache::qualified_name(parent))
         .collect()
 }
 

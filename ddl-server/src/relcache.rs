@@ -29,6 +29,23 @@ pub fn relation_named(identity: &str) -> Option<pg_sys::Oid> {
     relation_in(namespace_named(&schema)?, &name)
 }
 
+/// `schema.name` of relation `relid`, each part quoted as PostgreSQL quotes identifiers (the
+/// form of an event's `object_identity`), in UTF-8; `None` when it is gone.
+pub fn qualified_name(relid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: catalog cache lookups in the caller's transaction (NULL when gone); the result
+    // is a new server string.
+    unsafe {
+        let name = pg_sys::get_rel_name(relid);
+        let schema = pg_sys::get_namespace_name(pg_sys::get_rel_namespace(relid));
+        if name.is_null() || schema.is_null() {
+            return None;
+        }
+        Some(crate::text::utf8_ptr(pg_sys::quote_qualified_identifier(
+            schema, name,
+        )))
+    }
+}
+
 /// The table of the column that the identity `schema.table.column` names (as
 /// [`relation_named`] reads identities); `None` for another form, or when there is none.
 pub fn relation_of_column(identity: &str) -> Option<pg_sys::Oid> {
