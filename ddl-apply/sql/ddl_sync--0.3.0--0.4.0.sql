@@ -278,6 +278,28 @@ LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'sync_sequences_wrapper';
 REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;
 
+-- ddl_sync.describe_relation and ddl_sync.compare_subscription: a relation described as a
+-- replayed statement's verification describes it, and the subscription's relations compared
+-- with the publisher's now (src/subscription/compare.rs).
+CREATE  FUNCTION "describe_relation"(
+	"relation" oid /* pgrx::pg_sys::Oid */
+) RETURNS TEXT /* core::option::Option<alloc::string::String> */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'describe_relation_wrapper';
+CREATE  FUNCTION "compare_subscription"(
+	"subscription" TEXT /* & str */
+) RETURNS TABLE (
+	"object" TEXT,  /* String */
+	"attribute" TEXT,  /* String */
+	"publisher" TEXT,  /* Option < String > */
+	"subscriber" TEXT  /* Option < String > */
+)
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'compare_subscription_wrapper';
+REVOKE ALL ON FUNCTION ddl_sync.compare_subscription(text) FROM PUBLIC;
+
 -- copy_schema (src/subscription/copy_schema.rs, copy_refresh.rs): one row per copy, written
 -- in the transaction of the statement that made it (CREATE SUBSCRIPTION, or ALTER SUBSCRIPTION
 -- ... REFRESH/ADD/SET PUBLICATION), so only a copy that succeeded has one; removed with the

@@ -43,6 +43,11 @@ GRANT SELECT ON TABLE ddl_sync.schema_copies, ddl_sync.schema_copy_progress TO P
 -- Moving sequences (it reads the subscription's connection string) is for superusers and
 -- whoever they grant it to.
 REVOKE ALL ON FUNCTION ddl_sync.sync_sequences(text) FROM PUBLIC;
+-- So is comparing a subscription's relations with the publisher's. Describing one relation
+-- keeps PostgreSQL's default EXECUTE for PUBLIC, like pg_get_indexdef and the other pg_get_*
+-- functions it is made of: the publisher's side of compare_subscription runs it as the
+-- subscription's replication role.
+REVOKE ALL ON FUNCTION ddl_sync.compare_subscription(text) FROM PUBLIC;
 
 -- The replay runs only from the apply trigger (as the table's owner), and the "extension's own
 -- change" flag only from the extension's functions: neither is for other callers, in

@@ -11,6 +11,7 @@
 //! precede the rows in the WAL), from the analysed query's target list or the prepared
 //! statement's result.
 
+use ddl_server::text::utf8_identifier as identifier;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use std::ffi::{c_char, CStr};
@@ -211,15 +212,6 @@ unsafe fn option(def: *mut pg_sys::DefElem) -> String {
     // so it reads back the same whatever standard_conforming_strings is where it is read.
     let value = unsafe { text(pg_sys::quote_literal_cstr(pg_sys::defGetString(def))) };
     format!("{name} = {value}")
-}
-
-/// `name` quoted as an identifier where it needs it, in UTF-8.
-///
-/// # Safety
-/// `name` is a NUL-terminated string in the database encoding, valid for the call.
-pub(crate) unsafe fn identifier(name: *const c_char) -> String {
-    // SAFETY: the caller's promise; the result is `name` itself or a new string.
-    unsafe { text(pg_sys::quote_identifier(name)) }
 }
 
 /// A server string in UTF-8 (see `ddl_server::text`).

@@ -61,6 +61,8 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
         refills: Vec::new(),
         pstmt: call.pstmt,
         request,
+        // SAFETY: the statement's PlannedStmt, about to run in its transaction.
+        renamed_from: unsafe { crate::renamed::old_identity(call.pstmt) },
     });
     // SAFETY: in the hook, inside the statement's transaction, the statement just pushed.
     if unsafe { early::capture(call.pstmt) } {

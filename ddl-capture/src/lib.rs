@@ -30,6 +30,7 @@ mod objects;
 mod partition_bound;
 mod plugin_allowed;
 mod publication;
+mod renamed;
 pub mod replay_origin;
 pub mod rules;
 pub mod seal;

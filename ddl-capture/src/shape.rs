@@ -8,7 +8,8 @@
 //! [COLLATE c], ..., [PRIMARY KEY (<key>)]);`, types and collations schema-qualified, and the
 //! subscriber makes what it lacks from that (ddl-apply's `replay/tables.rs`).
 
-use crate::definition::{column, identifier, text};
+use crate::definition::{column, text};
+use ddl_server::text::utf8_identifier as identifier;
 use pgrx::pg_sys;
 use std::ffi::CStr;
 

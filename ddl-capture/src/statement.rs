@@ -75,6 +75,8 @@ pub struct Statement {
     pub pstmt: *mut pg_sys::PlannedStmt,
     /// The `ddl` option of a CREATE/ALTER PUBLICATION, stored once the statement has run.
     pub request: Option<crate::publication::Request>,
+    /// For a rename or a move, the object's identity before it ran (see `renamed.rs`).
+    pub renamed_from: Option<String>,
 }
 
 impl Statement {

@@ -215,6 +215,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         database: &session.database,
         tables: "",
         bindings: None,
+        renamed_from: "",
         tag: [0; RECORD_TAG_LEN],
     };
     let verdicts = rules.verdicts(&record);
@@ -247,9 +248,13 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     // SAFETY: in the statement's transaction, after it ran (or, captured before, with what it
     // will make in `uses`).
     let bindings = unsafe { bindings(&mut uses) };
+    let renamed_from = statement::with_innermost(|s| s.renamed_from.clone())
+        .flatten()
+        .unwrap_or_default();
     let record = DdlRecord {
         tables: &tables,
         bindings: Some(&bindings),
+        renamed_from: &renamed_from,
         ..record
     };
     let record = match &recorded {

@@ -295,7 +295,7 @@ unsafe fn rewritten(rel: pg_sys::Relation, subcommands: &[Subcommand]) -> Vec<Re
         };
         out.push(Rewritten {
             // SAFETY: a NameData is NUL-terminated.
-            name: unsafe { quote(attribute.attname.data.as_ptr()) },
+            name: unsafe { ddl_server::text::utf8_identifier(attribute.attname.data.as_ptr()) },
             how,
         });
     }
@@ -318,15 +318,6 @@ unsafe fn not_immutable(expr: *mut pg_sys::Node) -> bool {
 unsafe fn attribute(rel: pg_sys::Relation, attnum: i16) -> &'static pg_sys::FormData_pg_attribute {
     // SAFETY: the caller's promise: the open relation's descriptor, of `natts` attributes.
     unsafe { &ddl_server::versions::attributes((*rel).rd_att)[attnum as usize - 1] }
-}
-
-/// `name` quoted as an identifier where it needs it, in UTF-8.
-///
-/// # Safety
-/// `name` is a NUL-terminated string in the database encoding, valid for the call.
-unsafe fn quote(name: *const std::ffi::c_char) -> String {
-    // SAFETY: the caller's promise; the result is `name` itself or a new string.
-    unsafe { ddl_server::text::utf8_ptr(pg_sys::quote_identifier(name)) }
 }
 
 /// Whether a publication of this database publishes the table's rows at all: if none does, its
@@ -386,7 +377,10 @@ fn refill(relid: pg_sys::Oid, table: &str, rewritten: &[Rewritten]) -> String {
             let settable = a.attgenerated == 0
                 && a.attidentity != pg_sys::ATTRIBUTE_IDENTITY_ALWAYS as std::ffi::c_char;
             // SAFETY: a NameData is NUL-terminated.
-            (unsafe { quote(a.attname.data.as_ptr()) }, settable)
+            (
+                unsafe { ddl_server::text::utf8_identifier(a.attname.data.as_ptr()) },
+                settable,
+            )
         })
         .collect();
     // SAFETY: opened above, closed once; `attrs` is not used after.

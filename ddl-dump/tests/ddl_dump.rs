@@ -700,6 +700,7 @@ fn record() -> DdlRecord<'static> {
         settings: "DateStyle=ISO, MDY",
         role_rights: "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
         bindings: Some("type public.money_amount\n"),
+        renamed_from: "",
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }

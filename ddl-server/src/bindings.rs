@@ -227,7 +227,7 @@ unsafe fn dependencies(holder: &pg_sys::ObjectAddress, found: &mut Vec<pg_sys::O
             DEPEND_RELATION,
             DEPEND_DEPENDER_INDEX,
             &[(1, holder.classId), (2, holder.objectId)],
-            |tuple| {
+            |tuple, _| {
                 let dep = &*pg_sys::heap_tuple_get_struct::<PgDepend>(tuple);
                 if dep.deptype as u8 == pg_sys::DependencyType::DEPENDENCY_NORMAL as u8
                     && (holder.objectSubId == 0 || dep.objsubid == holder.objectSubId)

@@ -4,7 +4,8 @@
 use pgrx::pg_sys;
 
 /// Calls `each` with every row of catalog `catalog` whose OID columns equal the keys, each key
-/// `(attribute number, OID)`, read through index `index`.
+/// `(attribute number, OID)`, read through index `index`, and the catalog's row descriptor
+/// (for the columns a row's struct does not hold: arrays, text, expressions).
 ///
 /// # Safety
 /// `index` is an index of `catalog` that starts with the keys' columns, in their order; in a
@@ -13,7 +14,7 @@ pub unsafe fn scan(
     catalog: pg_sys::Oid,
     index: pg_sys::Oid,
     keys: &[(pg_sys::AttrNumber, pg_sys::Oid)],
-    mut each: impl FnMut(pg_sys::HeapTuple),
+    mut each: impl FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc),
 ) {
     // SAFETY: the caller's promise; the catalog is opened, scanned and closed here (an ERROR in
     // between leaves both to the abort). Each key is an OID equality.
@@ -44,7 +45,7 @@ pub unsafe fn scan(
             if tuple.is_null() {
                 break;
             }
-            each(tuple);
+            each(tuple, (*rel).rd_att);
         }
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);

@@ -53,6 +53,24 @@ pub fn relation_of_column(identity: &str) -> Option<pg_sys::Oid> {
     relation_in(namespace_named(&schema)?, &table)
 }
 
+/// The name a one-part identity names, unquoted (`"My Schema"`: `My Schema`); `None` for an
+/// identity of more parts, or text `quote_identifier` does not write.
+pub fn unquoted(identity: &str) -> Option<String> {
+    let [name] = <[String; 1]>::try_from(identity_parts(identity)?).ok()?;
+    Some(name)
+}
+
+/// The name and table of a trigger's, policy's or rule's identity (`name on schema.table`, as
+/// `pg_identify_object` writes it); `None` for another form, or when there is no such table.
+pub fn part_on(identity: &str) -> Option<(String, pg_sys::Oid)> {
+    // A name with a space is quoted, so " on " may occur inside it: try each occurrence until
+    // the text before it is one whole name.
+    identity.match_indices(" on ").find_map(|(at, on)| {
+        let name = unquoted(&identity[..at])?;
+        Some((name, relation_named(&identity[at + on.len()..])?))
+    })
+}
+
 /// The schema named `name` (UTF-8, as events carry names), from the catalog caches; `None`
 /// when there is none.
 pub fn namespace_named(name: &str) -> Option<pg_sys::Oid> {
@@ -78,7 +96,7 @@ pub fn relation_in(namespace: pg_sys::Oid, name: &str) -> Option<pg_sys::Oid> {
 
 /// The parts of a dotted identity as `quote_identifier` writes each (`"a""b".c`: `a"b`, `c`);
 /// `None` for text it does not write (an unclosed quote, an empty part).
-fn identity_parts(identity: &str) -> Option<Vec<String>> {
+pub fn identity_parts(identity: &str) -> Option<Vec<String>> {
     let mut parts = Vec::new();
     let mut chars = identity.chars().peekable();
     loop {

@@ -34,6 +34,15 @@ pub unsafe fn utf8_ptr(s: *const c_char) -> String {
     unsafe { utf8(CStr::from_ptr(s)) }
 }
 
+/// `name` quoted as an identifier where it needs it (`quote_identifier`), in UTF-8.
+///
+/// # Safety
+/// `name` is a NUL-terminated string in the database encoding, valid for the call.
+pub unsafe fn utf8_identifier(name: *const c_char) -> String {
+    // SAFETY: the caller's promise; the result is `name` itself or a new string.
+    unsafe { utf8_ptr(pg_sys::quote_identifier(name)) }
+}
+
 /// A `text` datum from the server, detoasted and in UTF-8.
 ///
 /// # Safety

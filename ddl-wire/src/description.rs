@@ -10,9 +10,9 @@
 //!
 //! ```json
 //! {"version":1,"objects":[{"action":"created","kind":"table","identity":"public.t",
-//!   "table":{"owner":"app","columns":[{"name":"a","type":"integer","not_null":true},
+//!   "owner":"app","columns":[{"name":"a","type":"integer","not_null":true},
 //!   {"name":"b","type":"text","collation":"\"C\"","default":"'x'::text"}],
-//!   "constraints":[{"name":"t_pkey","definition":"PRIMARY KEY (a)"}],
+//!   "table":{"constraints":[{"name":"t_pkey","definition":"PRIMARY KEY (a)"}],
 //!   "indexes":[{"name":"t_pkey","definition":"CREATE UNIQUE INDEX t_pkey ON public.t USING btree (a)"}],
 //!   "replica_identity":"default"}}]}
 //! ```
@@ -20,9 +20,9 @@
 //! Names, types and expressions are written as PostgreSQL deparses them with `pg_catalog` alone
 //! on the search_path: every object outside `pg_catalog` is schema-qualified, so the text does
 //! not depend on either node's settings. Attributes with their default value (no collation, no
-//! default, nullable, ...) are left out. Columns are in their table's order; constraints and
-//! indexes by name. What a node keeps for itself is not described: tablespaces, storage
-//! parameters, statistics targets, comments. A reader must accept fields it does not know
+//! default, nullable, ...) are left out. Columns are in their table's order; a table's parts
+//! (constraints, indexes, triggers, policies, rules) by name. What a node keeps for itself is
+//! not described: tablespaces, storage parameters, statistics targets, comments, privileges. A reader must accept fields it does not know
 //! (a later version may add attributes); `version` changes when a field changes meaning.
 
 use serde::{Deserialize, Serialize};
@@ -41,47 +41,85 @@ pub struct Description {
     pub objects: Vec<ObjectDescription>,
 }
 
-/// One object and what happened to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// One object and what happened to it. Which attributes an object has depends on its kind
+/// (see the crate's README): a table has columns and table parts, a view columns and a
+/// definition, an enum labels, a function a definition, a schema only an owner.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectDescription {
     /// Whether the statement created, changed or dropped it.
     pub action: Action,
-    /// Its kind, as the event's `kind` names kinds (`table`, ...).
+    /// Its kind: `table`, `view`, `materialized view`, `sequence`, `function`, `procedure`,
+    /// `aggregate`, `type`, `domain`, `trigger`, `policy`, `rule`, `schema`, `extension`.
     pub kind: String,
-    /// Its schema-qualified identity after the statement (`public.t`); for a dropped object,
-    /// before.
+    /// Its identity after the statement, as PostgreSQL's `pg_identify_object` writes it
+    /// (`public.t`, `public.f(integer)`, `trg on public.t`); for a dropped object, before.
     pub identity: String,
-    /// What a table is after the statement; `None` for a dropped one or another kind.
+    /// Its identity before the statement, when the statement renamed it or moved it to
+    /// another schema. Said by the publisher only: it is what the statement did, not what the
+    /// object is, so [`differences`] does not compare it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
+    /// The owning role, for the kinds that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// What defines it, as PostgreSQL deparses it or in one canonical clause: a view's query,
+    /// a function's `CREATE FUNCTION`, a trigger's `CREATE TRIGGER`, a sequence's options, a
+    /// domain's base type and constraints, an extension's version and schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
+    /// The columns of a table, view, materialized view or composite type, in order (dropped
+    /// ones left out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnDescription>,
+    /// The labels of an enum, in their order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// What a table (or a materialized view) has besides its columns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<TableDescription>,
 }
 
 /// What a statement did to an object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
-    /// It did not exist before.
+    /// It did not exist before (or `CREATE OR REPLACE` replaced it).
     Created,
     /// It existed and was changed.
+    #[default]
     Altered,
     /// It does not exist after.
     Dropped,
+    /// Not a statement's doing: the object as it is, described on demand
+    /// (`ddl_sync.describe_table`).
+    Present,
 }
 
-/// A table as its rows and its users see it.
+/// What a table has besides its columns: the parts it owns by name, and how it is keyed,
+/// partitioned and inherited.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableDescription {
-    /// The owning role.
-    pub owner: String,
-    /// Its columns, in order (dropped ones left out).
-    pub columns: Vec<ColumnDescription>,
-    /// Its constraints other than NOT NULL (which [`ColumnDescription::not_null`] says), by
-    /// name.
+    /// Its constraints other than NOT NULL (which [`ColumnDescription::not_null`] says), as
+    /// `pg_get_constraintdef` writes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub constraints: Vec<ConstraintDescription>,
-    /// Its indexes, by name.
+    pub constraints: Vec<Part>,
+    /// Its indexes, as `pg_get_indexdef` writes them (without a tablespace).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub indexes: Vec<IndexDescription>,
+    pub indexes: Vec<Part>,
+    /// Its triggers (not those PostgreSQL makes for foreign keys), as `pg_get_triggerdef`
+    /// writes them, with `ENABLE REPLICA`, `ENABLE ALWAYS` or `DISABLE` when not enabled in
+    /// the ordinary way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Part>,
+    /// Its row-level security policies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<Part>,
+    /// Its rules (not a view's `_RETURN`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Part>,
+    /// `enabled` or `forced` when row-level security is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_security: Option<String>,
     /// `default`, `nothing`, `full`, or `index <name>`.
     pub replica_identity: String,
     /// `PARTITION BY ...` of a partitioned table.
@@ -95,7 +133,7 @@ pub struct TableDescription {
     pub inherits: Vec<String>,
 }
 
-/// One column of a table.
+/// One column of a table, view or composite type.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ColumnDescription {
     /// Its name.
@@ -103,6 +141,10 @@ pub struct ColumnDescription {
     /// Its type with its modifier (`character varying(20)`, `public.money_amount`).
     #[serde(rename = "type")]
     pub type_name: String,
+    /// Its name before the statement, when the statement renamed it (`RENAME COLUMN`); not
+    /// compared, as for [`ObjectDescription::renamed_from`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
     /// Its collation, when not its type's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collation: Option<String>,
@@ -120,21 +162,13 @@ pub struct ColumnDescription {
     pub generated: Option<String>,
 }
 
-/// One constraint of a table.
+/// A named part of a table (a constraint, an index, a trigger, a policy, a rule) and its
+/// definition.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConstraintDescription {
+pub struct Part {
     /// Its name.
     pub name: String,
-    /// Its definition, as `pg_get_constraintdef` writes it.
-    pub definition: String,
-}
-
-/// One index of a table.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexDescription {
-    /// Its name.
-    pub name: String,
-    /// Its definition, as `pg_get_indexdef` writes it (without a tablespace).
+    /// Its definition.
     pub definition: String,
 }
 
@@ -209,16 +243,14 @@ impl fmt::Display for Difference {
 }
 
 /// Every attribute in which `subscriber` differs from `publisher`, objects matched by kind and
-/// identity, columns, constraints and indexes by name; empty when they describe the same.
+/// identity, columns and table parts by name; empty when they describe the same.
 pub fn differences(publisher: &Description, subscriber: &Description) -> Vec<Difference> {
     let mut out = Vec::new();
+    let same =
+        |a: &ObjectDescription, b: &ObjectDescription| a.kind == b.kind && a.identity == b.identity;
     for p in &publisher.objects {
         let object = format!("{} {}", p.kind, p.identity);
-        let s = subscriber
-            .objects
-            .iter()
-            .find(|s| s.kind == p.kind && s.identity == p.identity);
-        let Some(s) = s else {
+        let Some(s) = subscriber.objects.iter().find(|s| same(p, s)) else {
             out.push(Difference {
                 object,
                 attribute: "presence".into(),
@@ -227,31 +259,25 @@ pub fn differences(publisher: &Description, subscriber: &Description) -> Vec<Dif
             });
             continue;
         };
-        if p.action != s.action {
-            out.push(Difference {
-                object: object.clone(),
-                attribute: "action".into(),
-                publisher: Some(action_word(p.action).into()),
-                subscriber: Some(action_word(s.action).into()),
-            });
-        }
-        match (&p.table, &s.table) {
-            (Some(pt), Some(st)) => table_differences(&object, pt, st, &mut out),
-            (None, None) => {}
-            (pt, st) => out.push(Difference {
-                object,
-                attribute: "table".into(),
-                publisher: pt.as_ref().map(|_| "described".into()),
-                subscriber: st.as_ref().map(|_| "described".into()),
-            }),
-        }
+        let mut differ = |attribute: String, pv: Option<&str>, sv: Option<&str>| {
+            if pv != sv {
+                out.push(Difference {
+                    object: object.clone(),
+                    attribute,
+                    publisher: pv.map(str::to_string),
+                    subscriber: sv.map(str::to_string),
+                });
+            }
+        };
+        differ(
+            "action".into(),
+            Some(action_word(p.action)),
+            Some(action_word(s.action)),
+        );
+        object_differences(p, s, &mut differ);
     }
     for s in &subscriber.objects {
-        if !publisher
-            .objects
-            .iter()
-            .any(|p| p.kind == s.kind && p.identity == s.identity)
-        {
+        if !publisher.objects.iter().any(|p| same(p, s)) {
             out.push(Difference {
                 object: format!("{} {}", s.kind, s.identity),
                 attribute: "presence".into(),
@@ -263,56 +289,44 @@ pub fn differences(publisher: &Description, subscriber: &Description) -> Vec<Dif
     out
 }
 
+/// Reports an attribute by name with both values (`None`: it has none), when they differ.
+type Differ<'a> = dyn FnMut(String, Option<&str>, Option<&str>) + 'a;
+
 fn action_word(action: Action) -> &'static str {
     match action {
         Action::Created => "created",
         Action::Altered => "altered",
         Action::Dropped => "dropped",
+        Action::Present => "present",
     }
 }
 
-fn table_differences(
-    object: &str,
-    p: &TableDescription,
-    s: &TableDescription,
-    out: &mut Vec<Difference>,
-) {
-    let mut differ = |attribute: String, pv: Option<&str>, sv: Option<&str>| {
-        if pv != sv {
-            out.push(Difference {
-                object: object.to_string(),
-                attribute,
-                publisher: pv.map(str::to_string),
-                subscriber: sv.map(str::to_string),
-            });
-        }
-    };
-    differ("owner".into(), Some(&p.owner), Some(&s.owner));
+fn object_differences(p: &ObjectDescription, s: &ObjectDescription, differ: &mut Differ<'_>) {
+    differ("owner".into(), p.owner.as_deref(), s.owner.as_deref());
     differ(
-        "replica identity".into(),
-        Some(&p.replica_identity),
-        Some(&s.replica_identity),
+        "definition".into(),
+        p.definition.as_deref(),
+        s.definition.as_deref(),
     );
-    differ(
-        "partition key".into(),
-        p.partition_key.as_deref(),
-        s.partition_key.as_deref(),
-    );
-    differ(
-        "partition of".into(),
-        p.partition_of.as_deref(),
-        s.partition_of.as_deref(),
-    );
-    let inherits = |t: &TableDescription| (!t.inherits.is_empty()).then(|| t.inherits.join(", "));
-    differ(
-        "inherits".into(),
-        inherits(p).as_deref(),
-        inherits(s).as_deref(),
-    );
-    let names = |t: &TableDescription| t.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+    let labels = |o: &ObjectDescription| (!o.labels.is_empty()).then(|| o.labels.join(", "));
+    differ("labels".into(), labels(p).as_deref(), labels(s).as_deref());
+    column_differences(&p.columns, &s.columns, differ);
+    match (&p.table, &s.table) {
+        (Some(pt), Some(st)) => table_differences(pt, st, differ),
+        (None, None) => {}
+        (pt, st) => differ(
+            "table".into(),
+            pt.as_ref().map(|_| "described"),
+            st.as_ref().map(|_| "described"),
+        ),
+    }
+}
+
+fn column_differences(p: &[ColumnDescription], s: &[ColumnDescription], differ: &mut Differ<'_>) {
+    let names = |c: &[ColumnDescription]| c.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
     for name in union(&names(p), &names(s)) {
-        let pc = p.columns.iter().find(|c| c.name == name);
-        let sc = s.columns.iter().find(|c| c.name == name);
+        let pc = p.iter().find(|c| c.name == name);
+        let sc = s.iter().find(|c| c.name == name);
         let column = format!("column {name}");
         match (pc, sc) {
             (Some(pc), Some(sc)) => {
@@ -339,33 +353,51 @@ fn table_differences(
             ),
         }
     }
-    let constraints = |t: &TableDescription| {
-        t.constraints
-            .iter()
-            .map(|c| (c.name.clone(), c.definition.clone()))
-            .collect::<Vec<_>>()
-    };
-    named_differences("constraint", &constraints(p), &constraints(s), &mut differ);
-    let indexes = |t: &TableDescription| {
-        t.indexes
-            .iter()
-            .map(|i| (i.name.clone(), i.definition.clone()))
-            .collect::<Vec<_>>()
-    };
-    named_differences("index", &indexes(p), &indexes(s), &mut differ);
 }
 
-/// The differences of two lists of `(name, definition)`, matched by name.
-fn named_differences(
-    what: &str,
-    p: &[(String, String)],
-    s: &[(String, String)],
-    differ: &mut impl FnMut(String, Option<&str>, Option<&str>),
-) {
-    let names = |l: &[(String, String)]| l.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+fn table_differences(p: &TableDescription, s: &TableDescription, differ: &mut Differ<'_>) {
+    differ(
+        "replica identity".into(),
+        Some(&p.replica_identity),
+        Some(&s.replica_identity),
+    );
+    differ(
+        "row security".into(),
+        p.row_security.as_deref(),
+        s.row_security.as_deref(),
+    );
+    differ(
+        "partition key".into(),
+        p.partition_key.as_deref(),
+        s.partition_key.as_deref(),
+    );
+    differ(
+        "partition of".into(),
+        p.partition_of.as_deref(),
+        s.partition_of.as_deref(),
+    );
+    let inherits = |t: &TableDescription| (!t.inherits.is_empty()).then(|| t.inherits.join(", "));
+    differ(
+        "inherits".into(),
+        inherits(p).as_deref(),
+        inherits(s).as_deref(),
+    );
+    part_differences("constraint", &p.constraints, &s.constraints, differ);
+    part_differences("index", &p.indexes, &s.indexes, differ);
+    part_differences("trigger", &p.triggers, &s.triggers, differ);
+    part_differences("policy", &p.policies, &s.policies, differ);
+    part_differences("rule", &p.rules, &s.rules, differ);
+}
+
+/// The differences of two lists of parts, matched by name.
+fn part_differences(what: &str, p: &[Part], s: &[Part], differ: &mut Differ<'_>) {
+    let names = |l: &[Part]| l.iter().map(|part| part.name.clone()).collect::<Vec<_>>();
     for name in union(&names(p), &names(s)) {
-        let definition =
-            |l: &[(String, String)]| l.iter().find(|(n, _)| *n == name).map(|(_, d)| d.clone());
+        let definition = |l: &[Part]| {
+            l.iter()
+                .find(|part| part.name == name)
+                .map(|part| part.definition.clone())
+        };
         differ(
             format!("{what} {name}"),
             definition(p).as_deref(),
@@ -396,30 +428,30 @@ mod tests {
                 action: Action::Created,
                 kind: "table".into(),
                 identity: "public.t".into(),
+                owner: Some("app".into()),
+                columns: vec![
+                    ColumnDescription {
+                        name: "a".into(),
+                        type_name: "integer".into(),
+                        not_null: true,
+                        ..Default::default()
+                    },
+                    ColumnDescription {
+                        name: "b".into(),
+                        type_name: "text".into(),
+                        default: Some("'x'::text".into()),
+                        ..Default::default()
+                    },
+                ],
                 table: Some(TableDescription {
-                    owner: "app".into(),
-                    columns: vec![
-                        ColumnDescription {
-                            name: "a".into(),
-                            type_name: "integer".into(),
-                            not_null: true,
-                            ..Default::default()
-                        },
-                        ColumnDescription {
-                            name: "b".into(),
-                            type_name: "text".into(),
-                            default: Some("'x'::text".into()),
-                            ..Default::default()
-                        },
-                    ],
-                    constraints: vec![ConstraintDescription {
+                    constraints: vec![Part {
                         name: "t_pkey".into(),
                         definition: "PRIMARY KEY (a)".into(),
                     }],
-                    indexes: vec![],
                     replica_identity: "default".into(),
                     ..Default::default()
                 }),
+                ..Default::default()
             }],
         }
     }
@@ -430,7 +462,7 @@ mod tests {
         let json = d.to_json();
         assert_eq!(
             json,
-            r#"{"version":1,"objects":[{"action":"created","kind":"table","identity":"public.t","table":{"owner":"app","columns":[{"name":"a","type":"integer","not_null":true},{"name":"b","type":"text","default":"'x'::text"}],"constraints":[{"name":"t_pkey","definition":"PRIMARY KEY (a)"}],"replica_identity":"default"}}]}"#
+            r#"{"version":1,"objects":[{"action":"created","kind":"table","identity":"public.t","owner":"app","columns":[{"name":"a","type":"integer","not_null":true},{"name":"b","type":"text","default":"'x'::text"}],"table":{"constraints":[{"name":"t_pkey","definition":"PRIMARY KEY (a)"}],"replica_identity":"default"}}]}"#
         );
         assert_eq!(Description::from_json(&json), Ok(d.clone()));
         assert_eq!(d.digest().len(), 64);
@@ -467,15 +499,15 @@ mod tests {
     fn a_difference_names_the_object_the_attribute_and_both_values() {
         let p = table();
         let mut s = table();
-        let t = s.objects[0].table.as_mut().unwrap();
-        t.columns[1].default = None;
-        t.columns.push(ColumnDescription {
+        let o = &mut s.objects[0];
+        o.columns[1].default = None;
+        o.columns.push(ColumnDescription {
             name: "local".into(),
             type_name: "integer".into(),
             ..Default::default()
         });
-        t.owner = "other".into();
-        t.constraints[0].definition = "PRIMARY KEY (a, b)".into();
+        o.owner = Some("other".into());
+        o.table.as_mut().unwrap().constraints[0].definition = "PRIMARY KEY (a, b)".into();
         let found: Vec<String> = differences(&p, &s).iter().map(|d| d.to_string()).collect();
         assert_eq!(
             found,

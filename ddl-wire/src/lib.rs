@@ -114,9 +114,8 @@ pub use crate::{
     decoder::StreamDecoder,
     delete::{write_delete, DeleteBody},
     description::{
-        differences, Action, ColumnDescription, ConstraintDescription, Description,
-        DescriptionError, Difference, IndexDescription, ObjectDescription, TableDescription,
-        DESCRIPTION_VERSION,
+        differences, Action, ColumnDescription, Description, DescriptionError, Difference,
+        ObjectDescription, Part, TableDescription, DESCRIPTION_VERSION,
     },
     error::{Error, ErrorKind},
     event::{

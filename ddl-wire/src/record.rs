@@ -6,10 +6,10 @@
 //! only copy of the DDL in WAL: a plugin built from an older ddl-wire must refuse a newer record
 //! with a clear error, never misread it.
 //!
-//! Layout of format version 4 (all integers big-endian, like the pgoutput protocol):
+//! Layout of format version 5 (all integers big-endian, like the pgoutput protocol):
 //!
 //! ```text
-//! u8   format version (4)
+//! u8   format version (5)
 //! u8   flags: 0x01 top level (else nested in a function / DO block),
 //!             0x02 transactional, 0x04 forwarded (replayed DDL passed on)
 //! u32  xid of the (sub)transaction that ran the statement
@@ -19,14 +19,16 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then fourteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then fifteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
-//!      current role, session user, database, tables, settings, role rights, bindings
+//!      current role, session user, database, tables, settings, role rights, bindings,
+//!      renamed from
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag. Version 3 is the same without `role rights` and `bindings`,
-//! version 2 also without `tables` and `settings`; both are still read (a server upgraded with
-//! records of the old library in its WAL), as empty ones (and `bindings` as not known).
+//! Nothing may follow the tag. Version 4 is the same without `renamed from`, version 3 also
+//! without `role rights` and `bindings`, version 2 also without `tables` and `settings`; all
+//! are still read (a server upgraded with records of the old library in its WAL), as empty
+//! ones (and `bindings` as not known).
 //!
 //! Why `tables`: the statement's text may not run on a subscriber (a role or object only the
 //! publisher has), and a table the subscriber lacks stops its subscription at the table's first
@@ -50,6 +52,10 @@
 //! statement bound by name where it ran ([`encode_name_set`](crate::encode_name_set)), so
 //! that a subscriber can refuse a replay that binds anything else of a role it does not trust.
 //!
+//! Why `renamed from`: after `ALTER ... RENAME` or `SET SCHEMA` the catalogs, and so the
+//! object identity, know only the new name; the capture reads the old one before the statement
+//! runs, so that a consumer is told both.
+//!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
 //! the server can read (keyed BLAKE3, see `ddl-capture`), and the record's xid binds it to the
@@ -64,7 +70,7 @@
 use std::fmt;
 
 /// The record format version this crate writes.
-pub const RECORD_FORMAT_VERSION: u8 = 4;
+pub const RECORD_FORMAT_VERSION: u8 = 5;
 
 /// The oldest record format version this crate reads.
 pub const OLDEST_RECORD_FORMAT_VERSION: u8 = 2;
@@ -205,6 +211,10 @@ pub struct DdlRecord<'a> {
     /// ([`encode_name_set`](crate::encode_name_set)); `None` in records before version 4 (not
     /// known), which are written with none.
     pub bindings: Option<&'a str>,
+    /// For a rename (`ALTER ... RENAME`, `RENAME COLUMN`) or a move (`ALTER ... SET SCHEMA`),
+    /// the object's identity before the statement, in the form of `object_identity`; empty
+    /// otherwise (and in records before version 5).
+    pub renamed_from: &'a str,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -264,7 +274,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 14] = [
+const STRING_FIELDS: [&str; 15] = [
     "dialect",
     "command_tag",
     "kind",
@@ -279,6 +289,7 @@ const STRING_FIELDS: [&str; 14] = [
     "settings",
     "role_rights",
     "bindings",
+    "renamed_from",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -309,12 +320,14 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 14];
-        // Version 2 ends before `tables`, version 3 before `role_rights`.
+        let mut s = [""; 15];
+        // Version 2 ends before `tables`, version 3 before `role_rights`, version 4 before
+        // `renamed_from`.
         let fields = match version {
             2 => 10,
             3 => 12,
-            _ => 14,
+            4 => 14,
+            _ => 15,
         };
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
@@ -326,9 +339,9 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from] =
             s;
-        let bindings = (fields == STRING_FIELDS.len()).then_some(bindings);
+        let bindings = (fields >= 14).then_some(bindings);
         Ok(DdlRecord {
             flags,
             xid,
@@ -350,6 +363,7 @@ impl<'a> DdlRecord<'a> {
             settings,
             role_rights,
             bindings,
+            renamed_from,
             tag,
         })
     }
@@ -398,7 +412,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 14] {
+    fn strings(&self) -> [&'a str; 15] {
         [
             self.dialect,
             self.command_tag,
@@ -414,6 +428,7 @@ impl<'a> DdlRecord<'a> {
             self.settings,
             self.role_rights,
             self.bindings.unwrap_or(""),
+            self.renamed_from,
         ]
     }
 }
@@ -493,6 +508,7 @@ mod tests {
             settings: "DateStyle=ISO, MDY\ndefault_table_access_method=heap",
             role_rights: "NOSUPERUSER NOCREATEDB CREATEROLE NOREPLICATION NOBYPASSRLS",
             bindings: Some("type public.money_amount\n"),
+            renamed_from: "public.old_orders",
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -527,10 +543,30 @@ mod tests {
         let mut bytes = encoded(&sample());
         bytes[0] = RECORD_FORMAT_VERSION + 1;
         let err = DdlRecord::parse(&bytes).unwrap_err();
-        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(5));
+        assert_eq!(err.kind(), &RecordErrorKind::UnsupportedVersion(6));
         assert!(err
             .to_string()
-            .contains("format version 5 is not supported"));
+            .contains("format version 6 is not supported"));
+    }
+
+    #[test]
+    fn version_4_records_are_read_without_renamed_from() {
+        let v4 = DdlRecord {
+            renamed_from: "",
+            ..sample()
+        };
+        let mut bytes = encoded(&v4);
+        bytes[0] = 4;
+        // Version 5 with an empty `renamed_from` is version 4 plus its length, before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 4;
+        bytes.drain(at..at + 4);
+        assert_eq!(DdlRecord::parse(&bytes), Ok(v4));
+        let mut longer = encoded(&sample());
+        longer[0] = 4;
+        assert!(matches!(
+            DdlRecord::parse(&longer).unwrap_err().kind(),
+            RecordErrorKind::TrailingBytes(_)
+        ));
     }
 
     #[test]
@@ -538,14 +574,15 @@ mod tests {
         let v3 = DdlRecord {
             role_rights: "",
             bindings: None,
+            renamed_from: "",
             ..sample()
         };
         let mut bytes = encoded(&v3);
         bytes[0] = 3;
-        // Version 4 with empty `role_rights` and `bindings` is version 3 plus their lengths,
-        // before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 8;
-        bytes.drain(at..at + 8);
+        // Version 5 with empty `role_rights`, `bindings` and `renamed_from` is version 3 plus
+        // their lengths, before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 12;
+        bytes.drain(at..at + 12);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v3));
         let mut longer = encoded(&sample());
         longer[0] = 3;
@@ -562,14 +599,15 @@ mod tests {
             settings: "",
             role_rights: "",
             bindings: None,
+            renamed_from: "",
             ..sample()
         };
         let mut bytes = encoded(&v2);
         bytes[0] = 2;
-        // Version 4 with empty `tables`, `settings`, `role_rights` and `bindings` is version 2
-        // plus their lengths, just before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 16;
-        bytes.drain(at..at + 16);
+        // Version 5 with empty `tables`, `settings`, `role_rights`, `bindings` and
+        // `renamed_from` is version 2 plus their lengths, just before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 20;
+        bytes.drain(at..at + 20);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
         // ... and a version 2 record with those fields has bytes too many.
         let mut longer = encoded(&sample());

@@ -259,6 +259,7 @@ pub(crate) fn forged<'a>(
         settings: "",
         role_rights: "",
         bindings: Some(""),
+        renamed_from: "",
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

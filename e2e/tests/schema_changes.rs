@@ -18,7 +18,9 @@ ALTER TABLE t ALTER COLUMN amount TYPE bigint;
 ALTER TABLE t RENAME COLUMN amount TO total;
 ALTER TABLE t RENAME TO orders;
 CREATE INDEX orders_total ON orders (total);
-DROP TABLE orders;
+CREATE SCHEMA archive;
+ALTER TABLE orders SET SCHEMA archive;
+DROP TABLE archive.orders;
 ";
 
 /// `(tag, description)` of each DDL event in the stream.
@@ -52,9 +54,6 @@ fn events(bytes: &[u8]) -> Vec<(String, Option<Description>)> {
 /// `name type` of each column of the one table `d` describes.
 fn columns(d: &Description) -> Vec<String> {
     d.objects[0]
-        .table
-        .as_ref()
-        .expect("a table")
         .columns
         .iter()
         .map(|c| format!("{} {}", c.name, c.type_name))
@@ -96,6 +95,8 @@ fn a_consumer_reads_each_table_change_as_data() {
             "ALTER TABLE",
             "ALTER TABLE",
             "CREATE INDEX",
+            "CREATE SCHEMA",
+            "ALTER TABLE",
             "DROP TABLE"
         ]
     );
@@ -116,8 +117,9 @@ fn a_consumer_reads_each_table_change_as_data() {
     );
     let table = created.table.as_ref().unwrap();
     assert_eq!(columns(d[0]), ["id integer", "note text"]);
-    assert!(table.columns[1].not_null);
-    assert_eq!(table.columns[1].default.as_deref(), Some("'none'::text"));
+    assert_eq!(created.owner.as_deref(), Some("postgres"));
+    assert!(created.columns[1].not_null);
+    assert_eq!(created.columns[1].default.as_deref(), Some("'none'::text"));
     assert_eq!(table.constraints[0].definition, "PRIMARY KEY (id)");
     assert_eq!(table.replica_identity, "default");
 
@@ -130,12 +132,18 @@ fn a_consumer_reads_each_table_change_as_data() {
     assert_eq!(columns(d[2]), ["id integer", "amount numeric(10,2)"]);
     assert_eq!(columns(d[3]), ["id integer", "amount bigint"]);
 
-    // RENAME COLUMN: the table, with the column under its new name.
+    // RENAME COLUMN: the table, with the column under its new name, and its old one.
     assert_eq!(d[4].objects[0].identity, "public.t");
     assert_eq!(columns(d[4]), ["id integer", "total bigint"]);
+    assert_eq!(d[4].objects[0].renamed_from, None);
+    assert_eq!(
+        d[4].objects[0].columns[1].renamed_from.as_deref(),
+        Some("amount")
+    );
 
-    // RENAME: the table under its new name.
+    // RENAME: the table under its new name, and its old one.
     assert_eq!(d[5].objects[0].identity, "public.orders");
+    assert_eq!(d[5].objects[0].renamed_from.as_deref(), Some("public.t"));
 
     // CREATE INDEX: its table, with the index.
     let indexed = d[6].objects[0].table.as_ref().unwrap();
@@ -143,11 +151,28 @@ fn a_consumer_reads_each_table_change_as_data() {
     assert!(indexed.indexes.iter().any(|i| i.name == "orders_total"
         && i.definition == "CREATE INDEX orders_total ON public.orders USING btree (total)"));
 
+    // CREATE SCHEMA: its owner; SET SCHEMA: the table where it is now, and where it was.
+    assert_eq!(
+        (
+            d[7].objects[0].kind.as_str(),
+            d[7].objects[0].owner.as_deref()
+        ),
+        ("schema", Some("postgres"))
+    );
+    assert_eq!(d[8].objects[0].identity, "archive.orders");
+    assert_eq!(
+        d[8].objects[0].renamed_from.as_deref(),
+        Some("public.orders")
+    );
+    assert!(d[8].objects[0].table.as_ref().unwrap().indexes[0]
+        .definition
+        .contains("ON archive.orders"));
+
     // DROP TABLE: dropped, nothing left to describe.
-    let dropped = &d[7].objects[0];
+    let dropped = &d[9].objects[0];
     assert_eq!(
         (dropped.action, dropped.identity.as_str()),
-        (Action::Dropped, "public.orders")
+        (Action::Dropped, "archive.orders")
     );
     assert!(dropped.table.is_none());
 }

@@ -199,6 +199,33 @@ fn follower(s: &mut String, f: &Follower) {
          {} table(s); columns or a key added to {} more.\n",
         f.made.tables, f.made.completed
     );
+    let applied = f
+        .events
+        .iter()
+        .find(|(k, _)| k == "applied")
+        .map_or(0, |(_, n)| *n);
+    let diverged = f
+        .events
+        .iter()
+        .find(|(k, _)| k == "diverged")
+        .map_or(0, |(_, n)| *n);
+    let not_compared: Vec<String> = f
+        .verification
+        .not_compared
+        .iter()
+        .map(|(tag, n)| format!("{tag} {n}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "Verification: {} of the {applied} applied events shown to have made here what they          made on the publisher; {diverged} diverged (by reason below); not compared ({},          statements that make nothing described, or with a note why): {}.\n",
+        f.verification.verified,
+        applied - f.verification.verified,
+        if not_compared.is_empty() {
+            "none".to_string()
+        } else {
+            not_compared.join(", ")
+        }
+    );
     if !f.not_applied.is_empty() {
         s.push_str(
             "<details><summary>Events not applied, by reason (names blanked)</summary>\n\n\

@@ -64,7 +64,8 @@ pub fn compare(
         Err(e) => return Verified::NotCompared(format!("not compared: the publisher's {e}")),
     };
     // In the replay's transaction, after the statement.
-    let here = match ddl_server::describe::statement(command_tag, identity) {
+    // Not told of a rename: `renamed_from` is the publisher's word, not compared.
+    let here = match ddl_server::describe::statement(command_tag, identity, "") {
         Ok(here) => here.unwrap_or_default(),
         Err(e) => return Verified::NotCompared(format!("not compared with the publisher: {e}")),
     };

@@ -25,6 +25,7 @@
 //! After DROP SUBSCRIPTION the configuration row goes; after ALTER SUBSCRIPTION ... REFRESH
 //! (or SET/ADD PUBLICATION) `ddl_sync.events` is marked ready again if it just joined.
 
+mod compare;
 pub(crate) mod connection;
 mod copy_refresh;
 mod copy_schema;

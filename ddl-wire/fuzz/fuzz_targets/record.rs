@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
                 record.settings,
                 record.role_rights,
                 record.bindings.unwrap_or(""),
+                record.renamed_from,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

@@ -360,6 +360,7 @@ fn the_event_of_a_record() {
         settings: "",
         role_rights: "",
         bindings: None,
+        renamed_from: "",
         tag: [7; RECORD_TAG_LEN],
     };
     let ev = DdlEvent::from_record(&record, Lsn(0x10));

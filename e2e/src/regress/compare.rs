@@ -132,6 +132,17 @@ pub struct EventGroup {
 /// Apply log rows by status, most frequent first.
 pub(crate) type StatusCounts = Vec<(String, usize)>;
 
+/// What verification found among the applied events (`diverged` ones are a status of their
+/// own).
+#[derive(Default)]
+pub struct Verification {
+    /// Applied and shown equal to what the statement made on the publisher.
+    pub verified: usize,
+    /// Applied and not compared, by command tag, most frequent first: statements that make
+    /// nothing described (ddl-wire's README lists what is), or a note says why.
+    pub not_compared: Vec<(String, usize)>,
+}
+
 /// What the subscriber made from the definitions events carry (ddl-apply's `replay/tables.rs`),
 /// where the statement did not make it.
 #[derive(Default)]
@@ -146,30 +157,47 @@ pub struct MadeFromDefinition {
 /// table), counted apart from the reason.
 const FROM_DEFINITION: &str = "from the publisher's definition";
 
-/// The subscriber's apply log rows by status, the ones not applied grouped by reason, and what
-/// was made from definitions.
+/// The subscriber's apply log rows by status, the ones not applied grouped by reason, what
+/// was made from definitions, and what verification found.
 pub(crate) fn events(
     subscriber: &Cluster,
-) -> Result<(StatusCounts, Vec<EventGroup>, MadeFromDefinition), String> {
+) -> Result<
+    (
+        StatusCounts,
+        Vec<EventGroup>,
+        MadeFromDefinition,
+        Verification,
+    ),
+    String,
+> {
     let rows = subscriber
         .psql(
             DATABASE,
-            "SELECT status, replace(coalesce(detail, ''), E'\\n', ' '),
-                    replace(left(sql, 100), E'\\n', ' ')
+            "SELECT status, coalesce(verified::text, '-'), command_tag,
+                    replace(coalesce(detail, ''), E'\\n', ' '), replace(left(sql, 100), E'\\n', ' ')
                FROM ddl_sync.apply_log",
         )
         .map_err(|e| format!("cannot read the apply log: {e}"))?;
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
     let mut made = MadeFromDefinition::default();
+    let mut verification = Verification::default();
+    let mut not_compared: BTreeMap<String, usize> = BTreeMap::new();
     for row in rows.lines() {
-        let mut fields = row.splitn(3, '|');
-        let (status, detail, sql) = (
+        let mut fields = row.splitn(5, '|');
+        let (status, verified, tag, detail, sql) = (
+            fields.next().unwrap_or(""),
+            fields.next().unwrap_or(""),
             fields.next().unwrap_or(""),
             fields.next().unwrap_or(""),
             fields.next().unwrap_or(""),
         );
         *by_status.entry(status.to_string()).or_default() += 1;
+        match (status, verified) {
+            ("applied", "true") => verification.verified += 1,
+            ("applied", _) => *not_compared.entry(tag.to_string()).or_default() += 1,
+            _ => {}
+        }
         let (notes, reason): (Vec<&str>, Vec<&str>) = detail
             .split("; ")
             .partition(|part| part.contains(FROM_DEFINITION));
@@ -199,7 +227,11 @@ pub(crate) fn events(
         })
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.count));
-    Ok((by_status, groups, made))
+    verification.not_compared = not_compared.into_iter().collect();
+    verification
+        .not_compared
+        .sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    Ok((by_status, groups, made, verification))
 }
 
 /// `detail` with every double-quoted name replaced by `"…"` and every number by `#`, so that

@@ -27,7 +27,7 @@ mod compare;
 mod follow;
 mod suite;
 
-pub use compare::{Cause, ChangedTest, EventGroup, MadeFromDefinition, RowCheck};
+pub use compare::{Cause, ChangedTest, EventGroup, MadeFromDefinition, RowCheck, Verification};
 pub use follow::Intervention;
 pub use suite::{unavailable, Suite};
 
@@ -82,6 +82,8 @@ pub struct Follower {
     pub not_applied: Vec<EventGroup>,
     /// What it made from the definitions events carry.
     pub made: MadeFromDefinition,
+    /// What verification found among the applied events.
+    pub verification: Verification,
     /// `pg_dump --schema-only` blocks (their header lines) only on the publisher, and only on
     /// the subscriber.
     pub schema: (Vec<String>, Vec<String>),
@@ -162,7 +164,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
             &format!("sub_{conflict}"),
             Duration::from_secs(3600),
         );
-        let (events, not_applied, made) = compare::events(subscriber)?;
+        let (events, not_applied, made, verification) = compare::events(subscriber)?;
         let subscriber_schema = schema_in(subscriber, DATABASE);
         let only = |a: &[String], b: &[String]| -> Vec<String> {
             a.iter()
@@ -177,6 +179,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
             events,
             not_applied,
             made,
+            verification,
             schema: (
                 only(&publisher_schema, &subscriber_schema),
                 only(&subscriber_schema, &publisher_schema),

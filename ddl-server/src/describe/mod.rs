@@ -1,0 +1,195 @@
+//! What a statement made, described from the catalogs the same way on every node: the
+//! event's `description` ([`ddl_wire::Description`]). The publisher's plugin describes the
+//! statement's objects as of its message (the historic snapshot), the subscriber's replay
+//! after running it, and the two are compared.
+//!
+//! Everything here reads the catalog caches and scans catalogs: no SPI, which logical decoding
+//! does not allow (it has no query snapshot). Expressions and definitions are PostgreSQL's own
+//! deparsing (`pg_get_expr`, `pg_get_constraintdef`, `pg_get_indexdef`, `pg_get_triggerdef`,
+//! `pg_get_functiondef`, `pg_get_querydef`, `format_type`), run with `pg_catalog` alone on the
+//! search_path so that every other object is schema-qualified whatever either node's settings.
+//!
+//! Relations (tables, views, materialized views, sequences) are in [`relation`], the other
+//! kinds in [`object`].
+
+mod object;
+mod relation;
+
+use crate::{guc, relcache};
+use ddl_wire::{Action, Description, ObjectDescription, DESCRIPTION_VERSION};
+use pgrx::pg_sys;
+
+/// The description of a statement (`command_tag` on `identity`, the event's fields; for a
+/// rename or a move `renamed_from`, the identity before it, else empty), or
+/// `None` for a statement that makes nothing this version describes (COMMENT, GRANT, an
+/// operator, ...), or whose object is not what the statement claims (gone after CREATE, still
+/// there after DROP); `Err` with the message of an ERROR that describing raised. Such an ERROR
+/// is caught in a subtransaction, which undoes what it did: in a walsender it would otherwise
+/// stop the stream for good (every retry decodes the same statement again), in an apply
+/// worker the subscription. A lock the description needs is waited for at most a second
+/// (`lock_timeout`): in a walsender an unbounded wait could last for ever, since the
+/// transaction that ran the statement may hold its lock while it waits for a synchronous
+/// standby fed by this very walsender.
+///
+/// In a transaction whose catalogs are those after the statement.
+pub fn statement(
+    command_tag: &str,
+    identity: &str,
+    renamed_from: &str,
+) -> Result<Option<Description>, String> {
+    guarded(|| {
+        let (action, noun) = action_and_noun(command_tag)?;
+        // SAFETY: the caller's promise.
+        let mut object = unsafe { described(action, noun, identity) }?;
+        if !renamed_from.is_empty() {
+            say_renamed(&mut object, identity, renamed_from);
+        }
+        Some(Description {
+            version: DESCRIPTION_VERSION,
+            objects: vec![object],
+        })
+    })
+}
+
+/// The relation `relid` as it is now (action `present`), as [`statement`] describes a
+/// statement's relation; `None` for a relation that is gone or not described.
+pub fn relation_now(relid: pg_sys::Oid) -> Result<Option<Description>, String> {
+    guarded(|| {
+        // SAFETY: in the caller's transaction.
+        let object = unsafe { relation::described(relid, Action::Present) }?;
+        Some(Description {
+            version: DESCRIPTION_VERSION,
+            objects: vec![object],
+        })
+    })
+}
+
+/// Says in `object` (what a statement on `identity` made) that it was `renamed_from`: the
+/// object's old identity, or for a column's (`schema.table.column`, whose table is described)
+/// the column's old name.
+fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &str) {
+    let column = |identity: &str| match relcache::identity_parts(identity)?.as_slice() {
+        [_, _, column] => Some(column.clone()),
+        _ => None,
+    };
+    match (column(identity), column(renamed_from)) {
+        (Some(new), Some(old)) => {
+            if let Some(c) = object.columns.iter_mut().find(|c| c.name == new) {
+                c.renamed_from = Some(old);
+            }
+        }
+        _ => object.renamed_from = Some(renamed_from.to_string()),
+    }
+}
+
+/// `describe` in a subtransaction, with `pg_catalog` alone on the search_path and a lock
+/// waited for at most a second.
+fn guarded<T>(describe: impl FnOnce() -> Option<T>) -> Result<Option<T>, String> {
+    crate::xact::in_subtransaction(
+        || {
+            guc::with_settings(
+                &[("search_path", "pg_catalog"), ("lock_timeout", "1s")],
+                describe,
+            )
+        },
+        |_| true,
+    )
+    .map_err(|caught| caught.message)
+}
+
+/// What the command tag does (`CREATE`, `ALTER`, `DROP`), and to what kind of object (the rest
+/// of the tag: `TABLE`, `MATERIALIZED VIEW`, ...).
+fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
+    if command_tag == "SELECT INTO" {
+        return Some((Action::Created, "TABLE"));
+    }
+    let (verb, noun) = command_tag.split_once(' ')?;
+    let action = match verb {
+        "CREATE" => Action::Created,
+        "ALTER" => Action::Altered,
+        "DROP" => Action::Dropped,
+        _ => return None,
+    };
+    Some((action, noun))
+}
+
+/// The object a statement of `noun` with `action` named by `identity`.
+///
+/// # Safety
+/// In a transaction, with `pg_catalog` alone on the search_path.
+unsafe fn described(action: Action, noun: &str, identity: &str) -> Option<ObjectDescription> {
+    let kind = kind_of(noun)?;
+    // SAFETY: the caller's promise.
+    let found = unsafe { object::find(kind, identity) };
+    if action == Action::Dropped {
+        // Gone, or the statement did not do what it says.
+        return found.is_none().then(|| ObjectDescription {
+            action,
+            kind: kind.into(),
+            identity: identity.into(),
+            ..Default::default()
+        });
+    }
+    match found? {
+        // An index is described as part of its table: CREATE INDEX changes the table.
+        // SAFETY: the caller's promise.
+        object::Found::Relation(relid) => unsafe {
+            match relation::owning_table(relid) {
+                Some(table) => relation::described(table, Action::Altered),
+                None => relation::described(relid, action),
+            }
+        },
+        // SAFETY: as above.
+        found => unsafe { object::described(found, kind, identity, action) },
+    }
+}
+
+/// The kind a command tag's noun names, as descriptions name kinds; `None` for a kind this
+/// version does not describe.
+fn kind_of(noun: &str) -> Option<&'static str> {
+    Some(match noun {
+        "TABLE" | "TABLE AS" => "table",
+        "INDEX" => "index",
+        "VIEW" => "view",
+        "MATERIALIZED VIEW" => "materialized view",
+        "SEQUENCE" => "sequence",
+        "FUNCTION" => "function",
+        "PROCEDURE" => "procedure",
+        "AGGREGATE" => "aggregate",
+        "ROUTINE" => "routine",
+        "TYPE" => "type",
+        "DOMAIN" => "domain",
+        "TRIGGER" => "trigger",
+        "POLICY" => "policy",
+        "RULE" => "rule",
+        "SCHEMA" => "schema",
+        "EXTENSION" => "extension",
+        _ => return None,
+    })
+}
+
+/// The text a deparsing function returns for `args`, in UTF-8; `None` for NULL.
+///
+/// # Safety
+/// `function` is one of PostgreSQL's `pg_get_*` functions, with its arguments; in a
+/// transaction.
+unsafe fn text_of(
+    function: unsafe fn(pg_sys::FunctionCallInfo) -> pg_sys::Datum,
+    args: &[pg_sys::Datum],
+) -> Option<String> {
+    let args: Vec<Option<pg_sys::Datum>> = args.iter().copied().map(Some).collect();
+    // SAFETY: the caller's promise; the result is a text datum or NULL.
+    unsafe {
+        let datum = pgrx::fcinfo::direct_function_call_as_datum(function, &args)?;
+        Some(crate::text::utf8_text(datum))
+    }
+}
+
+/// The name of role `role`, or `None` for one that is gone.
+fn role_name(role: pg_sys::Oid) -> Option<String> {
+    // SAFETY: a catalog cache lookup (NULL when gone).
+    unsafe {
+        let name = pg_sys::GetUserNameFromId(role, true);
+        (!name.is_null()).then(|| crate::text::utf8_ptr(name))
+    }
+}

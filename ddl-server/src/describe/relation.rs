@@ -1,0 +1,623 @@
+//! Relations: tables (with their constraints, indexes, triggers, policies and rules), views,
+//! materialized views and sequences.
+
+use super::{role_name, text_of};
+use crate::text::{utf8_identifier, utf8_ptr};
+use crate::{relcache, versions};
+use ddl_wire::{Action, ColumnDescription, ObjectDescription, Part, TableDescription};
+use pgrx::list::PgList;
+use pgrx::pg_sys;
+
+/// The table of index `relid`; `None` when `relid` is not an index.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn owning_table(relid: pg_sys::Oid) -> Option<pg_sys::Oid> {
+    // SAFETY: the caller's promise; catalog cache lookups.
+    unsafe {
+        let relkind = pg_sys::get_rel_relkind(relid) as u8;
+        (relkind == pg_sys::RELKIND_INDEX || relkind == pg_sys::RELKIND_PARTITIONED_INDEX)
+            .then(|| pg_sys::IndexGetRelation(relid, true))
+    }
+}
+
+/// The relation `relid` after a statement did `action` to it; `None` for a kind not described
+/// (a foreign table, a TOAST table) or when its lock is not free within a second.
+///
+/// # Safety
+/// In a transaction, with `pg_catalog` alone on the search_path.
+pub(super) unsafe fn described(relid: pg_sys::Oid, action: Action) -> Option<ObjectDescription> {
+    // SAFETY: the caller's promise; a catalog cache lookup.
+    let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
+    let kind = match relkind {
+        pg_sys::RELKIND_RELATION | pg_sys::RELKIND_PARTITIONED_TABLE => "table",
+        pg_sys::RELKIND_VIEW => "view",
+        pg_sys::RELKIND_MATVIEW => "materialized view",
+        pg_sys::RELKIND_SEQUENCE => "sequence",
+        _ => return None,
+    };
+    // SAFETY: the caller's promise.
+    unsafe {
+        with_lock(relid, || {
+            relcache::with_relation(relid, |rel| {
+                let class = &*(*rel).rd_rel;
+                Some(ObjectDescription {
+                    action,
+                    kind: kind.into(),
+                    identity: relcache::qualified_name(relid)?,
+                    owner: role_name(class.relowner),
+                    definition: match relkind {
+                        pg_sys::RELKIND_VIEW | pg_sys::RELKIND_MATVIEW => view_query(relid),
+                        pg_sys::RELKIND_SEQUENCE => sequence_options(relid),
+                        _ => None,
+                    },
+                    columns: if relkind == pg_sys::RELKIND_SEQUENCE {
+                        Vec::new()
+                    } else {
+                        columns(rel, relid)
+                    },
+                    labels: Vec::new(),
+                    table: (kind == "table" || kind == "materialized view")
+                        .then(|| table(rel, relid)),
+                    renamed_from: None,
+                })
+            })
+            .flatten()
+        })
+        .flatten()
+    }
+}
+
+/// `f`, with AccessShareLock on `relid` (what PostgreSQL's deparsing of its expressions
+/// takes) if it is free within a second; `None` when it is not. Usually the lock is free at
+/// once, or after the microseconds a committed transaction takes to release its locks (the
+/// walsender may read its commit first). Not taken: not described, and subscribers do not
+/// compare it. Waited for without an ERROR: a WARNING for every statement of a transaction
+/// that keeps its locks would say nothing useful.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn with_lock<T>(relid: pg_sys::Oid, f: impl FnOnce() -> T) -> Option<T> {
+    let mut locked = false;
+    for _ in 0..100 {
+        // SAFETY: the caller's promise; a lock without waiting.
+        locked =
+            unsafe { pg_sys::ConditionalLockRelationOid(relid, pg_sys::AccessShareLock as i32) };
+        if locked {
+            break;
+        }
+        // SAFETY: a sleep of this backend, which answers interrupts between tries.
+        unsafe { pg_sys::pg_usleep(10_000) };
+        pgrx::check_for_interrupts!();
+    }
+    if !locked {
+        return None;
+    }
+    let out = f();
+    // SAFETY: the lock taken above (what the deparsing took, it released).
+    unsafe { pg_sys::UnlockRelationOid(relid, pg_sys::AccessShareLock as i32) };
+    Some(out)
+}
+
+/// What table (or materialized view) `rel` has besides its columns.
+///
+/// # Safety
+/// `rel` is open; as for [`described`].
+unsafe fn table(rel: pg_sys::Relation, relid: pg_sys::Oid) -> TableDescription {
+    // SAFETY: the caller's promise: the open relation's pg_class row; catalog lookups and
+    // deparsing in the caller's transaction.
+    unsafe {
+        let class = &*(*rel).rd_rel;
+        TableDescription {
+            constraints: constraints(relid),
+            indexes: indexes(rel),
+            triggers: triggers(relid),
+            policies: policies(relid),
+            rules: rules(relid),
+            row_security: match (class.relrowsecurity, class.relforcerowsecurity) {
+                (false, _) => None,
+                (true, false) => Some("enabled".into()),
+                (true, true) => Some("forced".into()),
+            },
+            replica_identity: replica_identity(rel, class.relreplident as u8),
+            partition_key: (class.relkind as u8 == pg_sys::RELKIND_PARTITIONED_TABLE)
+                .then(|| text_of(pg_sys::pg_get_partkeydef, &[relid.into()]))
+                .flatten(),
+            partition_of: class.relispartition.then(|| partition_of(relid)).flatten(),
+            inherits: if class.relispartition {
+                Vec::new()
+            } else {
+                parents(relid)
+            },
+        }
+    }
+}
+
+/// The columns of the open `rel` (`relid`), in order.
+///
+/// # Safety
+/// `rel` is open; as for [`described`].
+pub(super) unsafe fn columns(rel: pg_sys::Relation, relid: pg_sys::Oid) -> Vec<ColumnDescription> {
+    // SAFETY: the caller's promise: the relation's descriptor and its constraints (NULL when
+    // none), whose `defval` holds `num_defval` defaults.
+    let (attrs, defaults) = unsafe {
+        let desc = (*rel).rd_att;
+        let constr = (*desc).constr;
+        let defaults: &[pg_sys::AttrDefault] = if constr.is_null() || (*constr).num_defval == 0 {
+            &[]
+        } else {
+            std::slice::from_raw_parts((*constr).defval, (*constr).num_defval as usize)
+        };
+        (versions::attributes(desc), defaults)
+    };
+    attrs
+        .iter()
+        .filter(|a| !a.attisdropped && a.attnum > 0)
+        .map(|a| {
+            // SAFETY: the default's expression, a NUL-terminated node string of this relation.
+            let expression = defaults
+                .iter()
+                .find(|d| d.adnum == a.attnum)
+                .and_then(|d| unsafe {
+                    let text = pg_sys::cstring_to_text(d.adbin);
+                    text_of(
+                        pg_sys::pg_get_expr,
+                        &[pg_sys::Datum::from(text), relid.into()],
+                    )
+                });
+            let generated = match a.attgenerated as u8 {
+                0 => None,
+                b's' => Some("STORED"),
+                _ => Some("VIRTUAL"),
+            };
+            // SAFETY: catalog lookups of the column's type and collation.
+            unsafe {
+                ColumnDescription {
+                    name: utf8_ptr(a.attname.data.as_ptr()),
+                    type_name: utf8_ptr(pg_sys::format_type_with_typemod(a.atttypid, a.atttypmod)),
+                    collation: (a.attcollation != pg_sys::InvalidOid
+                        && a.attcollation != pg_sys::get_typcollation(a.atttypid))
+                    .then(|| utf8_ptr(pg_sys::generate_collation_name(a.attcollation))),
+                    not_null: a.attnotnull,
+                    default: expression.clone().filter(|_| generated.is_none()),
+                    identity: match a.attidentity as u8 {
+                        b'a' => Some("always".into()),
+                        b'd' => Some("by default".into()),
+                        _ => None,
+                    },
+                    generated: generated
+                        .zip(expression)
+                        .map(|(kind, e)| format!("{e} {kind}")),
+                    renamed_from: None,
+                }
+            }
+        })
+        .collect()
+}
+
+/// The constraints of `relid` (a table, or with `by_type` a domain) other than NOT NULL (a
+/// column's `not_null` says those; 17 and 18 catalog them, older majors do not), by name.
+///
+/// # Safety
+/// As for [`described`].
+pub(super) unsafe fn constraints_of(oid: pg_sys::Oid, by_type: bool) -> Vec<Part> {
+    let (index, column) = if by_type {
+        (
+            pg_sys::ConstraintTypidIndexId,
+            pg_sys::Anum_pg_constraint_contypid,
+        )
+    } else {
+        (
+            pg_sys::ConstraintRelidTypidNameIndexId,
+            pg_sys::Anum_pg_constraint_conrelid,
+        )
+    };
+    let mut found = Vec::new();
+    // SAFETY: a scan of pg_constraint by conrelid or contypid (its index's first key column).
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::ConstraintRelationId,
+            pg_sys::Oid::from(index),
+            &[(column as pg_sys::AttrNumber, oid)],
+            |tuple, _| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_constraint>(tuple);
+                if row.contype as u8 != b'n' {
+                    found.push(Part {
+                        name: utf8_ptr(row.conname.data.as_ptr()),
+                        definition: text_of(pg_sys::pg_get_constraintdef, &[row.oid.into()])
+                            .unwrap_or_default(),
+                    });
+                }
+            },
+        )
+    };
+    by_name(found)
+}
+
+/// [`constraints_of`] a table.
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn constraints(relid: pg_sys::Oid) -> Vec<Part> {
+    // SAFETY: the caller's promise.
+    unsafe { constraints_of(relid, false) }
+}
+
+/// The indexes of the open `rel`.
+///
+/// # Safety
+/// `rel` is open; as for [`described`].
+unsafe fn indexes(rel: pg_sys::Relation) -> Vec<Part> {
+    // SAFETY: the relcache's list of the relation's index OIDs, a copy of ours.
+    let list = unsafe { PgList::<pg_sys::Oid>::from_pg(pg_sys::RelationGetIndexList(rel)) };
+    let found = list
+        .iter_oid()
+        .filter_map(|oid| {
+            // SAFETY: catalog lookups and deparsing of an index of the open relation.
+            unsafe {
+                let name = pg_sys::get_rel_name(oid);
+                (!name.is_null()).then(|| Part {
+                    name: utf8_ptr(name),
+                    definition: text_of(pg_sys::pg_get_indexdef, &[oid.into()]).unwrap_or_default(),
+                })
+            }
+        })
+        .collect();
+    by_name(found)
+}
+
+/// The triggers of `relid` that a statement made (not PostgreSQL's own for foreign keys), with
+/// how they are enabled when not in the ordinary way.
+///
+/// # Safety
+/// As for [`described`].
+pub(super) unsafe fn triggers(relid: pg_sys::Oid) -> Vec<Part> {
+    let mut found = Vec::new();
+    // SAFETY: a scan of pg_trigger by tgrelid (its index's first key column).
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::TriggerRelationId,
+            pg_sys::Oid::from(pg_sys::TriggerRelidNameIndexId),
+            &[(pg_sys::Anum_pg_trigger_tgrelid as pg_sys::AttrNumber, relid)],
+            |tuple, _| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_trigger>(tuple);
+                if row.tgisinternal {
+                    return;
+                }
+                let enabled = match row.tgenabled as u8 {
+                    b'D' => " DISABLE",
+                    b'R' => " ENABLE REPLICA",
+                    b'A' => " ENABLE ALWAYS",
+                    _ => "",
+                };
+                let definition = text_of(pg_sys::pg_get_triggerdef, &[row.oid.into()]);
+                found.push(Part {
+                    name: utf8_ptr(row.tgname.data.as_ptr()),
+                    definition: format!("{}{enabled}", definition.unwrap_or_default()),
+                });
+            },
+        )
+    };
+    by_name(found)
+}
+
+/// The row-level security policies of `relid`: `AS PERMISSIVE FOR ALL TO public USING (...)
+/// WITH CHECK (...)`.
+///
+/// # Safety
+/// As for [`described`].
+pub(super) unsafe fn policies(relid: pg_sys::Oid) -> Vec<Part> {
+    let mut found = Vec::new();
+    // SAFETY: a scan of pg_policy by polrelid (its index's first key column); the variable
+    // columns read with the catalog's descriptor.
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::PolicyRelationId,
+            pg_sys::Oid::from(pg_sys::PolicyPolrelidPolnameIndexId),
+            &[(pg_sys::Anum_pg_policy_polrelid as pg_sys::AttrNumber, relid)],
+            |tuple, desc| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_policy>(tuple);
+                let command = match row.polcmd as u8 {
+                    b'r' => "SELECT",
+                    b'a' => "INSERT",
+                    b'w' => "UPDATE",
+                    b'd' => "DELETE",
+                    _ => "ALL",
+                };
+                let column = |at: u32| {
+                    let mut isnull = true;
+                    let datum = pg_sys::heap_getattr(tuple, at as i32, desc, &mut isnull);
+                    (!isnull).then_some(datum)
+                };
+                let roles: Vec<String> = column(pg_sys::Anum_pg_policy_polroles)
+                    .and_then(|d| <Vec<pg_sys::Oid> as pgrx::FromDatum>::from_datum(d, false))
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|role| {
+                        let name = pg_sys::GetUserNameFromId(role, true);
+                        if role == pg_sys::InvalidOid {
+                            "public".into()
+                        } else if name.is_null() {
+                            role.to_u32().to_string()
+                        } else {
+                            utf8_identifier(name)
+                        }
+                    })
+                    .collect();
+                let expression = |at: u32| {
+                    column(at).and_then(|d| text_of(pg_sys::pg_get_expr, &[d, relid.into()]))
+                };
+                let mut definition = format!(
+                    "AS {} FOR {command} TO {}",
+                    if row.polpermissive {
+                        "PERMISSIVE"
+                    } else {
+                        "RESTRICTIVE"
+                    },
+                    roles.join(", ")
+                );
+                if let Some(using) = expression(pg_sys::Anum_pg_policy_polqual) {
+                    definition.push_str(&format!(" USING ({using})"));
+                }
+                if let Some(check) = expression(pg_sys::Anum_pg_policy_polwithcheck) {
+                    definition.push_str(&format!(" WITH CHECK ({check})"));
+                }
+                found.push(Part {
+                    name: utf8_ptr(row.polname.data.as_ptr()),
+                    definition,
+                });
+            },
+        )
+    };
+    by_name(found)
+}
+
+/// The rules of `relid` (not a view's `_RETURN`): `ON INSERT DO INSTEAD <actions>`, each action
+/// as `pg_get_querydef` writes it. A rule's WHERE condition is not described: PostgreSQL
+/// deparses it only through `pg_get_ruledef`, which runs SPI.
+///
+/// # Safety
+/// As for [`described`].
+pub(super) unsafe fn rules(relid: pg_sys::Oid) -> Vec<Part> {
+    let mut found = Vec::new();
+    // SAFETY: a scan of pg_rewrite by ev_class (its index's first key column); the variable
+    // columns read with the catalog's descriptor.
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::RewriteRelationId,
+            pg_sys::Oid::from(pg_sys::RewriteRelRulenameIndexId),
+            &[(
+                pg_sys::Anum_pg_rewrite_ev_class as pg_sys::AttrNumber,
+                relid,
+            )],
+            |tuple, desc| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_rewrite>(tuple);
+                let name = utf8_ptr(row.rulename.data.as_ptr());
+                if name == "_RETURN" {
+                    return;
+                }
+                let event = match row.ev_type as u8 {
+                    b'1' => "SELECT",
+                    b'2' => "UPDATE",
+                    b'3' => "INSERT",
+                    _ => "DELETE",
+                };
+                let mut isnull = true;
+                let actions = pg_sys::heap_getattr(
+                    tuple,
+                    pg_sys::Anum_pg_rewrite_ev_action as i32,
+                    desc,
+                    &mut isnull,
+                );
+                let actions = if isnull { Vec::new() } else { queries(actions) };
+                let enabled = match row.ev_enabled as u8 {
+                    b'D' => " DISABLE",
+                    b'R' => " ENABLE REPLICA",
+                    b'A' => " ENABLE ALWAYS",
+                    _ => "",
+                };
+                found.push(Part {
+                    name,
+                    definition: format!(
+                        "ON {event} DO {}{}{enabled}",
+                        if row.is_instead { "INSTEAD " } else { "ALSO " },
+                        if actions.is_empty() {
+                            "NOTHING".to_string()
+                        } else {
+                            actions.join("; ")
+                        }
+                    ),
+                });
+            },
+        )
+    };
+    by_name(found)
+}
+
+/// The query of view (or materialized view) `relid`, from its `_RETURN` rule.
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn view_query(relid: pg_sys::Oid) -> Option<String> {
+    let mut query = None;
+    // SAFETY: a scan of pg_rewrite by ev_class (its index's first key column), for the
+    // view's one rule named `_RETURN`.
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::RewriteRelationId,
+            pg_sys::Oid::from(pg_sys::RewriteRelRulenameIndexId),
+            &[(
+                pg_sys::Anum_pg_rewrite_ev_class as pg_sys::AttrNumber,
+                relid,
+            )],
+            |tuple, desc| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_rewrite>(tuple);
+                if utf8_ptr(row.rulename.data.as_ptr()) != "_RETURN" {
+                    return;
+                }
+                let mut isnull = true;
+                let actions = pg_sys::heap_getattr(
+                    tuple,
+                    pg_sys::Anum_pg_rewrite_ev_action as i32,
+                    desc,
+                    &mut isnull,
+                );
+                if !isnull {
+                    query = queries(actions).into_iter().next();
+                }
+            },
+        )
+    };
+    query
+}
+
+/// Each query of a rule's `ev_action` (a `pg_node_tree` of a list of queries), deparsed.
+///
+/// # Safety
+/// `actions` is a `pg_node_tree` datum of a rule; in a transaction.
+unsafe fn queries(actions: pg_sys::Datum) -> Vec<String> {
+    // SAFETY: the caller's promise: the node tree's text makes a list of Query nodes (a copy
+    // of ours, which the deparsing may lock relations for).
+    unsafe {
+        let text = pg_sys::text_to_cstring(actions.cast_mut_ptr());
+        let list = PgList::<pg_sys::Query>::from_pg(pg_sys::stringToNode(text).cast());
+        list.iter_ptr()
+            .map(|query| utf8_ptr(pg_sys::pg_get_querydef(query, false)))
+            .collect()
+    }
+}
+
+/// The options of sequence `relid`: `AS bigint INCREMENT BY 1 MINVALUE 1 MAXVALUE ...
+/// START WITH 1 CACHE 1 NO CYCLE OWNED BY public.t.id`. Not its current value, which is each
+/// node's own.
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn sequence_options(relid: pg_sys::Oid) -> Option<String> {
+    let id = versions::syscache(pg_sys::SysCacheIdentifier::SEQRELID);
+    // SAFETY: the caller's promise; a catalog cache row, released below; catalog lookups.
+    unsafe {
+        let tuple = pg_sys::SearchSysCache1(id, relid.into());
+        if tuple.is_null() {
+            return None;
+        }
+        let s = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_sequence>(tuple);
+        let mut options = format!(
+            "AS {} INCREMENT BY {} MINVALUE {} MAXVALUE {} START WITH {} CACHE {}{}",
+            utf8_ptr(pg_sys::format_type_be(s.seqtypid)),
+            s.seqincrement,
+            s.seqmin,
+            s.seqmax,
+            s.seqstart,
+            s.seqcache,
+            if s.seqcycle { " CYCLE" } else { " NO CYCLE" }
+        );
+        pg_sys::ReleaseSysCache(tuple);
+        let (mut table, mut column) = (pg_sys::InvalidOid, 0);
+        let owned = [
+            pg_sys::DependencyType::DEPENDENCY_AUTO,
+            pg_sys::DependencyType::DEPENDENCY_INTERNAL,
+        ]
+        .into_iter()
+        .any(|deptype| {
+            pg_sys::sequenceIsOwned(relid, deptype as std::ffi::c_char, &mut table, &mut column)
+        });
+        if owned {
+            let name = relcache::qualified_name(table)?;
+            let attname = pg_sys::get_attname(table, column as pg_sys::AttrNumber, true);
+            if !attname.is_null() {
+                options.push_str(&format!(" OWNED BY {name}.{}", utf8_identifier(attname)));
+            }
+        }
+        Some(options)
+    }
+}
+
+/// `default`, `nothing`, `full` or `index <name>`.
+///
+/// # Safety
+/// `rel` is open; in a transaction.
+unsafe fn replica_identity(rel: pg_sys::Relation, relreplident: u8) -> String {
+    match relreplident {
+        b'n' => "nothing".into(),
+        b'f' => "full".into(),
+        b'i' => {
+            // SAFETY: the caller's promise; a relcache lookup, then a catalog lookup.
+            let name = unsafe { pg_sys::get_rel_name(pg_sys::RelationGetReplicaIndex(rel)) };
+            if name.is_null() {
+                "index".into()
+            } else {
+                // SAFETY: a NUL-terminated name from the catalog.
+                format!("index {}", unsafe { utf8_ptr(name) })
+            }
+        }
+        _ => "default".into(),
+    }
+}
+
+/// `<parent> <bound>` of partition `relid`.
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn partition_of(relid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: the caller's promise; a pg_inherits lookup, then the pg_class row's bound from
+    // the catalog cache, deparsed, and the row released.
+    unsafe {
+        let parent = relcache::qualified_name(pg_sys::get_partition_parent(relid, true))?;
+        let tuple = pg_sys::SearchSysCache1(
+            versions::syscache(pg_sys::SysCacheIdentifier::RELOID),
+            relid.into(),
+        );
+        if tuple.is_null() {
+            return None;
+        }
+        let mut isnull = true;
+        let bound = pg_sys::SysCacheGetAttr(
+            versions::syscache(pg_sys::SysCacheIdentifier::RELOID),
+            tuple,
+            pg_sys::Anum_pg_class_relpartbound as pg_sys::AttrNumber,
+            &mut isnull,
+        );
+        let bound = if isnull {
+            None
+        } else {
+            text_of(pg_sys::pg_get_expr, &[bound, relid.into()])
+        };
+        pg_sys::ReleaseSysCache(tuple);
+        Some(format!("{parent} {}", bound?))
+    }
+}
+
+/// The tables `relid` inherits from, in order.
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn parents(relid: pg_sys::Oid) -> Vec<String> {
+    let mut seqno_parent: Vec<(i32, pg_sys::Oid)> = Vec::new();
+    // SAFETY: a scan of pg_inherits by inhrelid (its first key column).
+    unsafe {
+        crate::catalog_scan::scan(
+            pg_sys::InheritsRelationId,
+            pg_sys::Oid::from(pg_sys::InheritsRelidSeqnoIndexId),
+            &[(
+                pg_sys::Anum_pg_inherits_inhrelid as pg_sys::AttrNumber,
+                relid,
+            )],
+            |tuple, _| {
+                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_inherits>(tuple);
+                seqno_parent.push((row.inhseqno, row.inhparent));
+            },
+        )
+    };
+    seqno_parent.sort_by_key(|&(seqno, _)| seqno);
+    seqno_parent
+        .into_iter()
+        .filter_map(|(_, parent)| relcache::qualified_name(parent))
+        .collect()
+}
+
+/// `parts`, by name.
+fn by_name(mut parts: Vec<Part>) -> Vec<Part> {
+    parts.sort_by(|a, b| a.name.cmp(&b.name));
+    parts
+}
