@@ -43,12 +43,17 @@ const PGBENCH_SCALE: &str = "1";
 const CLIENTS: u32 = 2;
 /// The DDL script's share of the mixed workload, in percent, as in `decode`.
 const DDL_PERCENT: u32 = 1;
+/// The `described` workload's DDL: a table statement, which the plugin describes (ddl-server's
+/// `describe`: the table's columns, constraints and indexes) where the `decode` benchmark's
+/// `COMMENT` is not described.
+const DESCRIBED_SCRIPT: &str = "\\set n random(1, 1000000000)\n\
+                                ALTER TABLE pgbench_branches ALTER COLUMN filler SET DEFAULT 'bench :n';\n";
 /// Row changes per tpcb-like transaction (three UPDATEs, one INSERT).
 const CHANGES_PER_TRANSACTION: u64 = 4;
 
 /// The functions whose inclusive counts explain ddl_pgoutput's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 6] = [
+const PROFILE: [(&str, &str); 7] = [
     (
         "ddl_pgoutput::ddl_event",
         "a `ddl_sync` message: check, rules, send",
@@ -68,6 +73,10 @@ const PROFILE: [(&str, &str); 6] = [
     (
         "ddl_pgoutput::events::send",
         "the event's row, given to pgoutput's change callback",
+    ),
+    (
+        "ddl_server::describe::statement",
+        "the event's `description`: what the statement made, from the catalogs",
     ),
     (
         "ddl_server::xact::subxact_callback",
@@ -132,6 +141,7 @@ pub fn run(args: &[&str]) -> Result {
     )?;
     crate::instructions::check_valgrind()?;
     let (_, script) = script_dir("decode-instructions", DDL_SCRIPT)?;
+    let (_, described) = script_dir("decode-instructions-described", DESCRIBED_SCRIPT)?;
 
     let mut pg = ClusterBuilder::new()
         .name("bench-decode-instr")
@@ -153,10 +163,14 @@ pub fn run(args: &[&str]) -> Result {
     )?;
     pgbench(&pg, &["-i", "-q", "-s", PGBENCH_SCALE])?;
     let per_client = transactions.div_ceil(CLIENTS);
-    let written = [("plain", false), ("ddl", true)]
-        .into_iter()
-        .map(|(key, ddl)| write(&pg, key, ddl, per_client, &script))
-        .collect::<Result<Vec<_>>>()?;
+    let written = [
+        ("plain", None),
+        ("ddl", Some(&script)),
+        ("described", Some(&described)),
+    ]
+    .into_iter()
+    .map(|(key, script)| write(&pg, key, script.map(PathBuf::as_path), per_client))
+    .collect::<Result<Vec<_>>>()?;
 
     pg.stop(StopMode::Fast).map_err(|e| e.to_string())?;
     let out = pg.base_dir().join("callgrind");
@@ -184,14 +198,15 @@ fn slot(key: &str, plugin: Plugin, half: usize) -> String {
     format!("bench_{key}_{}_{}", plugin.name(), ["k", "2k"][half])
 }
 
-/// Makes the workload's four slots, then runs its two halves.
+/// Makes the workload's four slots, then runs its two halves (with `script` as 1 % of the
+/// transactions, if any).
 fn write(
     pg: &Cluster,
     key: &'static str,
-    ddl: bool,
+    script: Option<&Path>,
     per_client: u32,
-    script: &Path,
 ) -> Result<Written> {
+    let ddl = script.is_some();
     let mut create = String::new();
     for plugin in PLUGINS {
         for half in 0..2 {
@@ -206,7 +221,9 @@ fn write(
     let clients = CLIENTS.to_string();
     let per_client = per_client.to_string();
     let tpcb = format!("tpcb-like@{}", 100 - DDL_PERCENT);
-    let ddl_arg = format!("{}@{DDL_PERCENT}", script.display());
+    let ddl_arg = script
+        .map(|script| format!("{}@{DDL_PERCENT}", script.display()))
+        .unwrap_or_default();
     let mut args = vec!["-n", "-c", &clients, "-j", &clients, "-t", &per_client];
     if ddl {
         args.extend(["-b", &tpcb, "-f", &ddl_arg]);
@@ -382,7 +399,8 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
         if w.ddl {
             for (symbol, what, count) in &c.profile {
                 profile_rows.push_str(&format!(
-                    "| `{symbol}` | {what} | {:.0} | {:.0} | {:.0} |\n",
+                    "| {} | `{symbol}` | {what} | {:.0} | {:.0} | {:.0} |\n",
+                    w.key,
                     count,
                     count / w.ddl_transactions.max(1) as f64,
                     count / w.transactions.max(1) as f64
@@ -402,7 +420,9 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
            {PGBENCH_SCALE}`). Per workload four slots (K and 2K for each plugin), then pgbench \
            twice ({transactions} transactions each, {CLIENTS} clients; `plain` is `-b \
            tpcb-like`, `ddl` is `-b tpcb-like@{tpcb} -f ddl.sql@{DDL_PERCENT}` with the \
-           `decode` benchmark's `COMMENT` statement), each followed by a transactional \
+           `decode` benchmark's `COMMENT` statement, which is not described, `described` the \
+           same with `ALTER TABLE pgbench_branches ALTER COLUMN filler SET DEFAULT 'bench :n'`, \
+           whose table the plugin describes for the event's `description`), each followed by a transactional \
            message that neither plugin sends. The cluster is restarted under callgrind and \
            every slot decoded in its own session by `pg_logical_slot_get_binary_changes(slot, \
            end, NULL, 'proto_version', '1', 'publication_names', 'bench')`: the K slots to the \
@@ -420,10 +440,10 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
          |---|---:|---:|---:|---:|---:|---:|---:|\n\
          {rows}\n\
          {verdicts}\n\
-         Where ddl_pgoutput's instructions go in the `ddl` workload (inclusive counts over the \
-         second run; nested rows are part of the rows above them):\n\n\
-         | function | what | instructions | per DDL event | per transaction |\n\
-         |---|---|---:|---:|---:|\n\
+         Where ddl_pgoutput's instructions go in the workloads with DDL (inclusive counts over \
+         the second run; nested rows are part of the rows above them):\n\n\
+         | workload | function | what | instructions | per DDL event | per transaction |\n\
+         |---|---|---|---:|---:|---:|\n\
          {profile_rows}",
         date = machine.date,
         machine_line = machine.line(),

@@ -18,8 +18,10 @@
 //! ```
 //!
 //! Names, types and expressions are written as PostgreSQL deparses them with `pg_catalog` alone
-//! on the search_path: every object outside `pg_catalog` is schema-qualified, so the text does
-//! not depend on either node's settings. Attributes with their default value (no collation, no
+//! on the search_path (every object outside `pg_catalog` is schema-qualified) and PostgreSQL's
+//! defaults for the settings that change how constants and names are written (`DateStyle`,
+//! `TimeZone`, `extra_float_digits`, ...), so the text does not depend on either node's
+//! settings. Attributes with their default value (no collation, no
 //! default, nullable, ...) are left out. Columns are in their table's order; a table's parts
 //! (constraints, indexes, triggers, policies, rules) by name. What a node keeps for itself is
 //! not described: tablespaces, storage parameters, statistics targets, comments, privileges. A reader must accept fields it does not know

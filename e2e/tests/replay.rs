@@ -371,6 +371,19 @@ fn statements_run_as_their_role_with_their_search_path() {
          \"stand_in\"; verified, but for differences made on purpose: table ghost_s.t3 owner \
          (the statement ran as ddl_fallback_role: its role does not exist here)|stand_in"
     );
+    // A later statement on that table, by a role that exists here, finds it still the
+    // fallback role's: made on purpose, not a divergence.
+    query(&publisher, "ALTER TABLE ghost_s.t3 ADD COLUMN note text");
+    wait_log(&subscriber, &publisher, 7);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT status || '|' || detail FROM ddl_sync.apply_log
+              WHERE object_identity = 'ghost_s.t3' AND command_tag = 'ALTER TABLE'"
+        ),
+        "applied|verified, but for differences made on purpose: table ghost_s.t3 owner (owned \
+         by ddl_fallback_role: the role that owns it on the publisher does not exist here)"
+    );
     // Unqualified names resolve through the publisher's search_path, not the worker's.
     wait_for(
         "the rows in the tables named without schema",

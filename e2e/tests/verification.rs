@@ -195,18 +195,34 @@ fn statements_of_every_described_kind_are_verified() {
          DROP TRIGGER stamped ON app.t;
          DROP VIEW app.v;
          DROP PROCEDURE app.noop();
-         DROP TYPE app.pair;",
+         DROP TYPE app.pair;
+         CREATE TYPE app.num4;
+         CREATE FUNCTION app.num4_in(cstring) RETURNS app.num4 IMMUTABLE STRICT LANGUAGE internal
+             AS 'int4in';
+         CREATE FUNCTION app.num4_out(app.num4) RETURNS cstring IMMUTABLE STRICT
+             LANGUAGE internal AS 'int4out';
+         CREATE TYPE app.num4 (INPUT = app.num4_in, OUTPUT = app.num4_out, LIKE = int4);
+         CREATE TABLE app.dup (a int);
+         INSERT INTO app.dup VALUES (1), (1);",
     );
+    // A failed CREATE INDEX CONCURRENTLY leaves an invalid index on the publisher only: not
+    // something a statement made, so not described.
+    let failed = publisher.psql(
+        "postgres",
+        "CREATE UNIQUE INDEX CONCURRENTLY dup_a ON app.dup (a)",
+    );
+    assert!(failed.is_err());
+    query(&publisher, "ALTER TABLE app.dup ADD COLUMN b int");
     wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
     let log = log(&subscriber);
-    assert_eq!(log.len(), 30, "{log:#?}");
+    assert_eq!(log.len(), 36, "{log:#?}");
     for line in &log {
         assert!(
             line.starts_with("applied | ") && line.ends_with(" | true | "),
             "{line}"
         );
     }
-    assert_eq!(counters(&subscriber), "30 applied, 30 verified, 0 diverged");
+    assert_eq!(counters(&subscriber), "36 applied, 36 verified, 0 diverged");
     // What a CDC consumer reads for some of them.
     let described = |tag: &str, path: &str| {
         query(
@@ -242,7 +258,10 @@ fn statements_of_every_described_kind_are_verified() {
         .starts_with("CREATE OR REPLACE FUNCTION app.double(x integer)"));
     // 15 writes `t.a`, 16 and later `a`.
     let view = described("CREATE VIEW", "definition");
-    assert!(view.contains("app.twice(") && view.contains(" AS b"), "{view}");
+    assert!(
+        view.contains("app.twice(") && view.contains(" AS b"),
+        "{view}"
+    );
     assert_eq!(described("DROP TYPE", "action"), "dropped");
 }
 
@@ -337,4 +356,48 @@ fn local_differences_of_each_kind_are_reported_and_compare_subscription_lists_th
         .unwrap_err()
         .to_string();
     assert!(refused.contains("permission denied"), "{refused}");
+}
+
+#[test]
+fn each_nodes_display_settings_do_not_change_a_description_and_a_value_fixed_at_creation_diverges()
+{
+    // Each node's sessions write constants and names their own way: the walsender and the
+    // apply worker read these at connection.
+    let publisher = ddl_publisher("settings-pub");
+    query(
+        &publisher,
+        "ALTER DATABASE postgres SET TimeZone = 'America/New_York';
+         ALTER DATABASE postgres SET extra_float_digits = 3;
+         CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    let subscriber = ddl_subscriber("settings-sub", &["ddl_sync"]);
+    query(
+        &subscriber,
+        "ALTER DATABASE postgres SET TimeZone = 'Asia/Tokyo';
+         ALTER DATABASE postgres SET DateStyle = 'SQL, DMY';
+         ALTER DATABASE postgres SET IntervalStyle = 'sql_standard';
+         ALTER DATABASE postgres SET extra_float_digits = 0;
+         ALTER DATABASE postgres SET bytea_output = 'escape';
+         ALTER DATABASE postgres SET quote_all_identifiers = on",
+    );
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
+    assert!(ok, "{said}");
+    query(
+        &publisher,
+        "CREATE TABLE s (at timestamptz DEFAULT '2020-01-01 12:00+00', f float8 DEFAULT 0.1,
+                         d date DEFAULT '2020-02-01', i interval DEFAULT '1 day 02:00',
+                         b bytea DEFAULT '\\x00ff', \"Mixed Case\" int);
+         CREATE TABLE fixed (made timestamp DEFAULT 'now');",
+    );
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    let log = log(&subscriber);
+    assert_eq!(log[0], "applied | CREATE TABLE | true | ", "{log:#?}");
+    // 'now' is read when the statement runs: each node stored its own moment.
+    assert!(
+        log[1].starts_with(
+            "diverged | CREATE TABLE | false | what the statement made here differs from what \
+             it made on the publisher: table public.fixed column made: default: publisher"
+        ),
+        "{log:#?}"
+    );
 }

@@ -209,23 +209,33 @@ fn follower(s: &mut String, f: &Follower) {
         .iter()
         .find(|(k, _)| k == "diverged")
         .map_or(0, |(_, n)| *n);
-    let not_compared: Vec<String> = f
-        .verification
-        .not_compared
-        .iter()
-        .map(|(tag, n)| format!("{tag} {n}"))
-        .collect();
     let _ = writeln!(
         s,
-        "Verification: {} of the {applied} applied events shown to have made here what they          made on the publisher; {diverged} diverged (by reason below); not compared ({},          statements that make nothing described, or with a note why): {}.\n",
+        "Verification: {} of the {applied} applied events shown to have made here what they \
+         made on the publisher; {diverged} diverged (by reason below); {} applied and not \
+         compared.\n",
         f.verification.verified,
         applied - f.verification.verified,
-        if not_compared.is_empty() {
-            "none".to_string()
-        } else {
-            not_compared.join(", ")
-        }
     );
+    if !f.verification.not_compared.is_empty() {
+        s.push_str(
+            "<details><summary>Applied events not compared, by command tag and why (a \
+             statement that makes nothing described has no description: ddl-wire's README \
+             lists what is described)</summary>\n\n\
+             | command tag | events | why | e.g. |\n|---|---|---|---|\n",
+        );
+        for g in &f.verification.not_compared {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | `{}` |",
+                g.status,
+                g.count,
+                cell(&g.reason),
+                cell(&g.example)
+            );
+        }
+        s.push_str("\n</details>\n\n");
+    }
     if !f.not_applied.is_empty() {
         s.push_str(
             "<details><summary>Events not applied, by reason (names blanked)</summary>\n\n\

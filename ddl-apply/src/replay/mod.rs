@@ -476,6 +476,7 @@ fn decide_and_run(
         }
         let on_purpose = verify::OnPurpose {
             ran_as_fallback: verdict.ran_as_fallback,
+            fallback_role: config.fallback_role.clone(),
             sent_generated: event
                 .row
                 .sent_generated_columns

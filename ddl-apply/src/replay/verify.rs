@@ -28,6 +28,9 @@ pub enum Verified {
 pub struct OnPurpose {
     /// The statement ran as `ddl_fallback_role`: what it made is that role's.
     pub ran_as_fallback: bool,
+    /// The subscription's `ddl_fallback_role`: what an earlier statement made as that role is
+    /// still that role's.
+    pub fallback_role: Option<String>,
     /// The generated columns whose values the publisher sends (the event's
     /// `sent_generated_columns`), which are plain columns here (see [`super::generated`]).
     pub sent_generated: Vec<String>,
@@ -36,8 +39,24 @@ pub struct OnPurpose {
 impl OnPurpose {
     /// Why `difference` was made on purpose; `None` when it was not.
     fn reason(&self, difference: &Difference) -> Option<&'static str> {
-        if self.ran_as_fallback && difference.attribute == "owner" {
-            return Some("the statement ran as ddl_fallback_role: its role does not exist here");
+        if difference.attribute == "owner" {
+            if self.ran_as_fallback {
+                return Some(
+                    "the statement ran as ddl_fallback_role: its role does not exist here",
+                );
+            }
+            let made_as_fallback = difference.subscriber.is_some()
+                && difference.subscriber == self.fallback_role
+                && difference
+                    .publisher
+                    .as_deref()
+                    .is_some_and(|owner| !super::host::role_exists(owner));
+            if made_as_fallback {
+                return Some(
+                    "owned by ddl_fallback_role: the role that owns it on the publisher does not \
+                     exist here",
+                );
+            }
         }
         let column = difference
             .attribute

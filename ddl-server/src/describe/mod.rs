@@ -32,6 +32,8 @@ use pgrx::pg_sys;
 /// standby fed by this very walsender.
 ///
 /// In a transaction whose catalogs are those after the statement.
+// Not inlined: `cargo xtask bench decode-instructions` profiles it.
+#[inline(never)]
 pub fn statement(
     command_tag: &str,
     identity: &str,
@@ -82,19 +84,27 @@ fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &st
     }
 }
 
-/// `describe` in a subtransaction, with `pg_catalog` alone on the search_path and a lock
-/// waited for at most a second.
+/// The settings a description is made with: `pg_catalog` alone on the search_path (every
+/// other object qualified), a lock waited for at most a second, and PostgreSQL's defaults for
+/// every setting that changes how deparsing writes a constant or a name (a `timestamptz`
+/// default in the session's time zone, a float's digits, quoted identifiers), so that both
+/// nodes write the same text whatever their sessions' settings.
+const SETTINGS: [(&str, &str); 9] = [
+    ("search_path", "pg_catalog"),
+    ("lock_timeout", "1s"),
+    ("DateStyle", "ISO, MDY"),
+    ("IntervalStyle", "postgres"),
+    ("TimeZone", "UTC"),
+    ("extra_float_digits", "1"),
+    ("bytea_output", "hex"),
+    ("standard_conforming_strings", "on"),
+    ("quote_all_identifiers", "off"),
+];
+
+/// `describe` in a subtransaction, with [`SETTINGS`].
 fn guarded<T>(describe: impl FnOnce() -> Option<T>) -> Result<Option<T>, String> {
-    crate::xact::in_subtransaction(
-        || {
-            guc::with_settings(
-                &[("search_path", "pg_catalog"), ("lock_timeout", "1s")],
-                describe,
-            )
-        },
-        |_| true,
-    )
-    .map_err(|caught| caught.message)
+    crate::xact::in_subtransaction(|| guc::with_settings(&SETTINGS, describe), |_| true)
+        .map_err(|caught| caught.message)
 }
 
 /// What the command tag does (`CREATE`, `ALTER`, `DROP`), and to what kind of object (the rest

@@ -42,9 +42,9 @@ pub(super) unsafe fn find(kind: &str, identity: &str) -> Option<Found> {
                     .map(Found::Relation)
             }
             "function" | "procedure" | "aggregate" | "routine" => {
-                registered(pg_sys::to_regprocedure, identity).map(Found::Routine)
+                routine_named(identity).map(Found::Routine)
             }
-            "type" | "domain" => registered(pg_sys::to_regtype, identity).map(Found::Type),
+            "type" | "domain" => type_named(identity).map(Found::Type),
             "trigger" | "policy" | "rule" => {
                 let (name, relid) = relcache::part_on(identity)?;
                 parts(kind, relid)
@@ -105,19 +105,80 @@ pub(super) unsafe fn described(
     }
 }
 
-/// The OID a `to_reg*` function gives for `identity`, or `None`.
+/// The function, procedure or aggregate whose identity is `identity` (`schema.name(argument
+/// types)`): among those of that name in that schema, the one PostgreSQL writes the same
+/// identity for. Not through `to_regprocedure`, whose parser refuses an argument of a shell
+/// type (`CREATE FUNCTION ... (xfloat4)` while `xfloat4` is only a shell).
 ///
 /// # Safety
-/// `function` is `to_regprocedure` or `to_regtype`; in a transaction.
-unsafe fn registered(
-    function: unsafe fn(pg_sys::FunctionCallInfo) -> pg_sys::Datum,
-    identity: &str,
-) -> Option<pg_sys::Oid> {
-    let text = pgrx::IntoDatum::into_datum(identity)?;
-    // SAFETY: the caller's promise: a function of one text argument that returns an OID or
-    // NULL.
-    let oid = unsafe { pgrx::fcinfo::direct_function_call_as_datum(function, &[Some(text)]) }?;
-    let oid = pg_sys::Oid::from(oid.value() as u32);
+/// In a transaction.
+unsafe fn routine_named(identity: &str) -> Option<pg_sys::Oid> {
+    let [schema, name] = <[String; 2]>::try_from(relcache::identity_parts(
+        &identity[..arguments_start(identity)?],
+    )?)
+    .ok()?;
+    let namespace = relcache::namespace_named(&schema)?;
+    // SAFETY: in a transaction (the caller's promise).
+    let name = unsafe { crate::text::server_cstring(&name) }?;
+    let id = versions::syscache(pg_sys::SysCacheIdentifier::PROCNAMEARGSNSP);
+    // SAFETY: the caller's promise; a catalog cache list by name, its members read and the
+    // list released; each member's identity written by PostgreSQL.
+    unsafe {
+        let list = pg_sys::SearchSysCacheList(
+            id,
+            1,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+        );
+        let members = (*list).members.as_slice((*list).n_members as usize);
+        let found = members.iter().find_map(|&member| {
+            let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_proc>(
+                std::ptr::addr_of_mut!((*member).tuple),
+            );
+            (row.pronamespace == namespace
+                && utf8_ptr(pg_sys::format_procedure_qualified(row.oid)) == identity)
+                .then_some(row.oid)
+        });
+        pg_sys::ReleaseCatCacheList(list);
+        found
+    }
+}
+
+/// Where the argument list of a routine's identity starts: its first `(` outside quotes.
+fn arguments_start(identity: &str) -> Option<usize> {
+    let mut quoted = false;
+    identity.char_indices().find_map(|(at, c)| {
+        match c {
+            '"' => quoted = !quoted,
+            '(' if !quoted => return Some(at),
+            _ => {}
+        }
+        None
+    })
+}
+
+/// The type or domain whose identity is `identity` (`schema.name`), shell types included
+/// (`to_regtype` refuses those).
+///
+/// # Safety
+/// In a transaction.
+unsafe fn type_named(identity: &str) -> Option<pg_sys::Oid> {
+    let [schema, name] = <[String; 2]>::try_from(relcache::identity_parts(identity)?).ok()?;
+    let namespace = relcache::namespace_named(&schema)?;
+    // SAFETY: in a transaction (the caller's promise).
+    let name = unsafe { crate::text::server_cstring(&name) }?;
+    // SAFETY: the caller's promise; a catalog cache lookup by name and schema.
+    let oid = unsafe {
+        pg_sys::GetSysCacheOid(
+            versions::syscache(pg_sys::SysCacheIdentifier::TYPENAMENSP),
+            pg_sys::Anum_pg_type_oid as pg_sys::AttrNumber,
+            pg_sys::Datum::from(name.as_ptr()),
+            pg_sys::Datum::from(namespace),
+            pg_sys::Datum::from(0),
+            pg_sys::Datum::from(0),
+        )
+    };
     (oid != pg_sys::InvalidOid).then_some(oid)
 }
 

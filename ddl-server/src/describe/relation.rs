@@ -243,7 +243,9 @@ unsafe fn constraints(relid: pg_sys::Oid) -> Vec<Part> {
     unsafe { constraints_of(relid, false) }
 }
 
-/// The indexes of the open `rel`.
+/// The valid indexes of the open `rel`. An invalid one is what a failed `CREATE INDEX
+/// CONCURRENTLY` (or `REINDEX CONCURRENTLY`) left behind on one node: no statement made it,
+/// queries ignore it, and the node that has it must drop it.
 ///
 /// # Safety
 /// `rel` is open; as for [`described`].
@@ -256,7 +258,7 @@ unsafe fn indexes(rel: pg_sys::Relation) -> Vec<Part> {
             // SAFETY: catalog lookups and deparsing of an index of the open relation.
             unsafe {
                 let name = pg_sys::get_rel_name(oid);
-                (!name.is_null()).then(|| Part {
+                (!name.is_null() && pg_sys::get_index_isvalid(oid)).then(|| Part {
                     name: utf8_ptr(name),
                     definition: text_of(pg_sys::pg_get_indexdef, &[oid.into()]).unwrap_or_default(),
                 })

@@ -117,9 +117,11 @@ fn diff(a: &str, b: &str) -> Vec<String> {
         .collect()
 }
 
-/// Events not applied that share a status and a reason (names blanked out).
+/// Events that share a status (or, for those not compared, a command tag) and a reason (names
+/// blanked out).
 pub struct EventGroup {
-    /// `failed`, `refused` or `skipped`.
+    /// `failed`, `refused`, `skipped` or `diverged`; for applied events not compared, their
+    /// command tag.
     pub status: String,
     /// The apply log's detail, names blanked out.
     pub reason: String,
@@ -138,9 +140,9 @@ pub(crate) type StatusCounts = Vec<(String, usize)>;
 pub struct Verification {
     /// Applied and shown equal to what the statement made on the publisher.
     pub verified: usize,
-    /// Applied and not compared, by command tag, most frequent first: statements that make
-    /// nothing described (ddl-wire's README lists what is), or a note says why.
-    pub not_compared: Vec<(String, usize)>,
+    /// Applied and not compared, by command tag and why, most frequent first: statements
+    /// that make nothing described (ddl-wire's README lists what is), or with a note.
+    pub not_compared: Vec<EventGroup>,
 }
 
 /// What the subscriber made from the definitions events carry (ddl-apply's `replay/tables.rs`),
@@ -173,16 +175,19 @@ pub(crate) fn events(
     let rows = subscriber
         .psql(
             DATABASE,
-            "SELECT status, coalesce(verified::text, '-'), command_tag,
-                    replace(coalesce(detail, ''), E'\\n', ' '), replace(left(sql, 100), E'\\n', ' ')
-               FROM ddl_sync.apply_log",
+            "SELECT apply_status, coalesce(apply_verified::text, '-'),
+                    CASE WHEN description IS NULL THEN 'the publisher sent no description: '
+                         ELSE '' END || command_tag,
+                    replace(coalesce(apply_detail, ''), E'\\n', ' '),
+                    replace(left(sql, 100), E'\\n', ' ')
+               FROM ddl_sync.events",
         )
         .map_err(|e| format!("cannot read the apply log: {e}"))?;
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     let mut groups: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
     let mut made = MadeFromDefinition::default();
     let mut verification = Verification::default();
-    let mut not_compared: BTreeMap<String, usize> = BTreeMap::new();
+    let mut not_compared: BTreeMap<(String, String), (usize, String)> = BTreeMap::new();
     for row in rows.lines() {
         let mut fields = row.splitn(5, '|');
         let (status, verified, tag, detail, sql) = (
@@ -195,7 +200,20 @@ pub(crate) fn events(
         *by_status.entry(status.to_string()).or_default() += 1;
         match (status, verified) {
             ("applied", "true") => verification.verified += 1,
-            ("applied", _) => *not_compared.entry(tag.to_string()).or_default() += 1,
+            ("applied", _) => {
+                let note: Vec<&str> = detail
+                    .split("; ")
+                    .filter(|part| part.starts_with("not compared"))
+                    .collect();
+                let (tag, why) = match tag.strip_prefix("the publisher sent no description: ") {
+                    Some(tag) => (tag, "the publisher sent no description".to_string()),
+                    None => (tag, blank_names(&note.join("; "))),
+                };
+                not_compared
+                    .entry((tag.to_string(), why))
+                    .or_insert((0, sql.to_string()))
+                    .0 += 1;
+            }
             _ => {}
         }
         let (notes, reason): (Vec<&str>, Vec<&str>) = detail
@@ -227,10 +245,18 @@ pub(crate) fn events(
         })
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.count));
-    verification.not_compared = not_compared.into_iter().collect();
+    verification.not_compared = not_compared
+        .into_iter()
+        .map(|((status, reason), (count, example))| EventGroup {
+            status,
+            reason,
+            count,
+            example,
+        })
+        .collect();
     verification
         .not_compared
-        .sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        .sort_by_key(|g| std::cmp::Reverse(g.count));
     Ok((by_status, groups, made, verification))
 }
 
