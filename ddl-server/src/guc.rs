@@ -15,7 +15,9 @@ pub fn with_search_path<R>(path: &str, f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs `f` with each `(name, value)` of `settings` set (as a session would `SET` them), then
-/// undoes every setting changed inside, as [`with_search_path`] does.
+/// undoes every setting changed inside, as [`with_search_path`] does. A setting whose current
+/// value PostgreSQL shows as exactly `value` is left as it is: setting it costs more than the
+/// comparison (a value written another way, `1s` for `1000`, is set, to the same effect).
 pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     // SQL text never holds NUL; a value that does is replaced by the empty string.
     let settings: Vec<(CString, CString)> = settings
@@ -32,6 +34,10 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     unsafe {
         let nest = pg_sys::NewGUCNestLevel();
         for (name, value) in &settings {
+            let current = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+            if !current.is_null() && std::ffi::CStr::from_ptr(current) == value.as_c_str() {
+                continue;
+            }
             // elevel 0: an invalid value is PostgreSQL's ERROR, as for a session's SET.
             session_set(name, value, true, 0);
         }

@@ -63,12 +63,19 @@ pub fn unquoted(identity: &str) -> Option<String> {
 /// The name and table of a trigger's, policy's or rule's identity (`name on schema.table`, as
 /// `pg_identify_object` writes it); `None` for another form, or when there is no such table.
 pub fn part_on(identity: &str) -> Option<(String, pg_sys::Oid)> {
-    // A name with a space is quoted, so " on " may occur inside it: try each occurrence until
-    // the text before it is one whole name.
-    identity.match_indices(" on ").find_map(|(at, on)| {
-        let name = unquoted(&identity[..at])?;
-        Some((name, relation_named(&identity[at + on.len()..])?))
-    })
+    let (name, relation) = split_on(identity)?;
+    Some((name, relation_named(relation)?))
+}
+
+/// The name, unquoted, and the rest of an identity of the form `name on rest` (a trigger's,
+/// policy's or rule's on its table, a constraint's on its table or domain); `None` for another
+/// form.
+pub fn split_on(identity: &str) -> Option<(String, &str)> {
+    // A name with a space is quoted, so " on " may occur inside it: the first occurrence
+    // after which the text before is one whole name.
+    identity
+        .match_indices(" on ")
+        .find_map(|(at, on)| Some((unquoted(&identity[..at])?, &identity[at + on.len()..])))
 }
 
 /// The schema named `name` (UTF-8, as events carry names), from the catalog caches; `None`

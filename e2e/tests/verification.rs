@@ -212,17 +212,27 @@ fn statements_of_every_described_kind_are_verified() {
         "CREATE UNIQUE INDEX CONCURRENTLY dup_a ON app.dup (a)",
     );
     assert!(failed.is_err());
-    query(&publisher, "ALTER TABLE app.dup ADD COLUMN b int");
+    // Parts renamed: described as their table, which was not renamed.
+    query(
+        &publisher,
+        "ALTER TABLE app.dup ADD COLUMN b int;
+         ALTER INDEX app.mv_a RENAME TO mv_a_unique;
+         ALTER TABLE app.dup ADD CONSTRAINT a_positive CHECK (a > 0);
+         ALTER TABLE app.dup RENAME CONSTRAINT a_positive TO a_above_zero;
+         CREATE TYPE app.pair2 AS (x int);
+         ALTER TYPE app.pair2 RENAME ATTRIBUTE x TO y;
+         ALTER DOMAIN app.positive RENAME CONSTRAINT small TO below_1000;",
+    );
     wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
     let log = log(&subscriber);
-    assert_eq!(log.len(), 36, "{log:#?}");
+    assert_eq!(log.len(), 42, "{log:#?}");
     for line in &log {
         assert!(
             line.starts_with("applied | ") && line.ends_with(" | true | "),
             "{line}"
         );
     }
-    assert_eq!(counters(&subscriber), "36 applied, 36 verified, 0 diverged");
+    assert_eq!(counters(&subscriber), "42 applied, 42 verified, 0 diverged");
     // What a CDC consumer reads for some of them.
     let described = |tag: &str, path: &str| {
         query(
@@ -240,7 +250,8 @@ fn statements_of_every_described_kind_are_verified() {
     assert_eq!(
         described("ALTER DOMAIN", "definition"),
         "integer NOT NULL DEFAULT 1 CONSTRAINT positive_check CHECK ((VALUE > 0)) \
-         CONSTRAINT small CHECK ((VALUE < 1000))"
+         CONSTRAINT small CHECK ((VALUE < 1000)) | integer NOT NULL DEFAULT 1 CONSTRAINT \
+         below_1000 CHECK ((VALUE < 1000)) CONSTRAINT positive_check CHECK ((VALUE > 0))"
     );
     assert_eq!(
         described("ALTER SEQUENCE", "definition"),
@@ -253,6 +264,8 @@ fn statements_of_every_described_kind_are_verified() {
     );
     assert_eq!(described("CREATE TRIGGER", "identity"), "stamp on app.t");
     assert_eq!(described("ALTER TRIGGER", "renamed_from"), "stamp on app.t");
+    assert_eq!(described("ALTER INDEX", "identity"), "app.mv");
+    assert_eq!(described("ALTER INDEX", "renamed_from"), "");
     assert_eq!(described("CREATE EXTENSION", "kind"), "extension");
     assert!(described("ALTER FUNCTION", "definition")
         .starts_with("CREATE OR REPLACE FUNCTION app.double(x integer)"));

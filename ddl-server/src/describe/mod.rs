@@ -68,7 +68,8 @@ pub fn relation_now(relid: pg_sys::Oid) -> Result<Option<Description>, String> {
 
 /// Says in `object` (what a statement on `identity` made) that it was `renamed_from`: the
 /// object's old identity, or for a column's (`schema.table.column`, whose table is described)
-/// the column's old name.
+/// the column's old name. Not for a part described as its table (an index, a constraint):
+/// the table was not renamed.
 fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &str) {
     let column = |identity: &str| match relcache::identity_parts(identity)?.as_slice() {
         [_, _, column] => Some(column.clone()),
@@ -80,7 +81,8 @@ fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &st
                 c.renamed_from = Some(old);
             }
         }
-        _ => object.renamed_from = Some(renamed_from.to_string()),
+        _ if object.identity == identity => object.renamed_from = Some(renamed_from.to_string()),
+        _ => {}
     }
 }
 
@@ -91,7 +93,7 @@ fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &st
 /// nodes write the same text whatever their sessions' settings.
 const SETTINGS: [(&str, &str); 9] = [
     ("search_path", "pg_catalog"),
-    ("lock_timeout", "1s"),
+    ("lock_timeout", "1000"),
     ("DateStyle", "ISO, MDY"),
     ("IntervalStyle", "postgres"),
     ("TimeZone", "UTC"),

@@ -36,15 +36,29 @@ pub(super) unsafe fn find(kind: &str, identity: &str) -> Option<Found> {
     // answer NULL for what does not exist.
     unsafe {
         match kind {
+            // A column's statement (RENAME COLUMN) names the column, a constraint's (RENAME
+            // CONSTRAINT) the constraint on its table: each is found as its table.
             "table" | "view" | "materialized view" | "sequence" | "index" => {
                 relcache::relation_named(identity)
                     .or_else(|| relcache::relation_of_column(identity))
+                    .or_else(|| relcache::part_on(identity).map(|(_, relid)| relid))
                     .map(Found::Relation)
             }
             "function" | "procedure" | "aggregate" | "routine" => {
                 routine_named(identity).map(Found::Routine)
             }
-            "type" | "domain" => type_named(identity).map(Found::Type),
+            // An attribute's statement (ALTER TYPE ... RENAME ATTRIBUTE) names the attribute,
+            // a domain constraint's (RENAME CONSTRAINT) the constraint on its domain: each is
+            // found as its type.
+            "type" | "domain" => type_named(identity)
+                .or_else(|| match relcache::identity_parts(identity)?.as_slice() {
+                    [schema, name, _] => {
+                        type_named(&format!("{}.{}", quoted(schema), quoted(name)))
+                    }
+                    _ => None,
+                })
+                .or_else(|| type_named(relcache::split_on(identity)?.1))
+                .map(Found::Type),
             "trigger" | "policy" | "rule" => {
                 let (name, relid) = relcache::part_on(identity)?;
                 parts(kind, relid)

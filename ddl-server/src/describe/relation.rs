@@ -111,9 +111,17 @@ unsafe fn table(rel: pg_sys::Relation, relid: pg_sys::Oid) -> TableDescription {
         TableDescription {
             constraints: constraints(relid),
             indexes: indexes(rel),
-            triggers: triggers(relid),
+            triggers: if class.relhastriggers {
+                triggers(relid)
+            } else {
+                Vec::new()
+            },
             policies: policies(relid),
-            rules: rules(relid),
+            rules: if class.relhasrules {
+                rules(relid)
+            } else {
+                Vec::new()
+            },
             row_security: match (class.relrowsecurity, class.relforcerowsecurity) {
                 (false, _) => None,
                 (true, false) => Some("enabled".into()),
