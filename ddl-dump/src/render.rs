@@ -86,8 +86,9 @@ enum V<'a> {
     JsonOnly(Box<V<'a>>),
     /// Left out of JSON.
     TextOnly(Box<V<'a>>),
-    /// What a statement made (an event's `description`): a JSON object.
-    Description(Box<ddl_wire::Description>),
+    /// What a statement made (an event's `description`): a JSON object, as the publisher wrote
+    /// it (members a newer publisher adds are kept).
+    Description(Box<serde_json::value::RawValue>),
 }
 
 /// A column of a Relation message; in JSON an object with these members, in this order.
@@ -836,9 +837,11 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
                     // The description as the object it is, not as a string of JSON; text that
                     // is not a description stays the string it is.
                     Some(Value::Text(text)) if column.field == "description" => {
-                        match ddl_wire::Description::from_json(text) {
-                            Ok(d) => V::Description(Box::new(d)),
-                            Err(_) => s(text),
+                        match ddl_wire::Description::from_json(text).ok().and_then(|_| {
+                            serde_json::value::RawValue::from_string(text.to_string()).ok()
+                        }) {
+                            Some(object) => V::Description(object),
+                            None => s(text),
                         }
                     }
                     Some(Value::Text(text)) => s(text),
@@ -881,6 +884,7 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
             ("settings", s(r.settings)),
             ("role_rights", s(r.role_rights)),
             ("bindings", s(r.bindings.unwrap_or(""))),
+            ("renamed_from", s(r.renamed_from)),
         ],
     }
 }
