@@ -13,7 +13,7 @@
 
 use crate::install::{install, Profile};
 use crate::{project_root, Result};
-use ddl_e2e::regress::{self, Cause, Follower, Report};
+use ddl_e2e::regress::{self, Cause, EventGroup, Follower, Report};
 use ddl_testkit::report::{write_section, Machine};
 use std::fmt::Write;
 
@@ -217,42 +217,19 @@ fn follower(s: &mut String, f: &Follower) {
         f.verification.verified,
         applied - f.verification.verified,
     );
-    if !f.verification.not_compared.is_empty() {
-        s.push_str(
-            "<details><summary>Applied events not compared, by command tag and why (a \
-             statement that makes nothing described has no description: ddl-wire's README \
-             lists what is described)</summary>\n\n\
-             | command tag | events | why | e.g. |\n|---|---|---|---|\n",
-        );
-        for g in &f.verification.not_compared {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | `{}` |",
-                g.status,
-                g.count,
-                cell(&g.reason),
-                cell(&g.example)
-            );
-        }
-        s.push_str("\n</details>\n\n");
-    }
-    if !f.not_applied.is_empty() {
-        s.push_str(
-            "<details><summary>Events not applied, by reason (names blanked)</summary>\n\n\
-             | status | events | reason | e.g. |\n|---|---|---|---|\n",
-        );
-        for g in &f.not_applied {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | `{}` |",
-                g.status,
-                g.count,
-                cell(&g.reason),
-                cell(&g.example)
-            );
-        }
-        s.push_str("\n</details>\n\n");
-    }
+    groups_table(
+        &mut s,
+        "Applied events not compared, by command tag and why (a statement that makes nothing \
+         described has no description: ddl-wire's README lists what is described)",
+        ["command tag", "why"],
+        &f.verification.not_compared,
+    );
+    groups_table(
+        &mut s,
+        "Events not applied, by reason (names blanked)",
+        ["status", "reason"],
+        &f.not_applied,
+    );
     let _ = writeln!(
         s,
         "Rows: {} of {} published tables ({:.1} %) have the same rows on both nodes.\n",
@@ -294,4 +271,28 @@ fn cell(text: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A folded table of event groups under `summary` (nothing when there are none); `columns`
+/// names the groups' status and reason columns.
+fn groups_table(s: &mut String, summary: &str, columns: [&str; 2], groups: &[EventGroup]) {
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "<details><summary>{summary}</summary>\n\n| {} | events | {} | e.g. |\n|---|---|---|---|",
+        columns[0], columns[1]
+    );
+    for g in groups {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | `{}` |",
+            g.status,
+            g.count,
+            cell(&g.reason),
+            cell(&g.example)
+        );
+    }
+    s.push_str("\n</details>\n\n");
 }

@@ -47,17 +47,7 @@ fn compare_subscription(
         name!(subscriber, Option<String>),
     ),
 > {
-    let subid = crate::subscriber::config::subscription_oid(subscription);
-    let Some(catalog) = super::read_catalog(subid) else {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "cannot read the connection string of subscription \"{subscription}\" (pg_subscription.subconninfo)"
-            )
-        );
-    };
-    let publisher = super::connect(&catalog.conninfo, subscription);
+    let (subid, catalog, publisher) = super::publisher_of(subscription);
     let theirs = publisher_relations(&publisher, &catalog.publications);
     let ours = local_relations(theirs.keys().cloned().collect(), subid);
     let mut rows = Vec::new();

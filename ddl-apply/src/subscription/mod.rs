@@ -381,6 +381,24 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
     }
 }
 
+/// Subscription `subscription`'s OID, catalog row and publisher, connected to as its workers
+/// connect (for the functions an operator calls by the subscription's name); an ERROR when
+/// the caller may not read its connection string.
+fn publisher_of(subscription: &str) -> (pg_sys::Oid, Catalog, Publisher) {
+    let subid = config::subscription_oid(subscription);
+    let Some(catalog) = read_catalog(subid) else {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "cannot read the connection string of subscription \"{subscription}\" (pg_subscription.subconninfo)"
+            )
+        );
+    };
+    let publisher = connect(&catalog.conninfo, subscription);
+    (subid, catalog, publisher)
+}
+
 /// The subscription as PostgreSQL stored it.
 struct Catalog {
     conninfo: String,

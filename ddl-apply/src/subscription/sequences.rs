@@ -27,17 +27,7 @@ fn sync_sequences(
         name!(previous_value, Option<i64>),
     ),
 > {
-    let subid = crate::subscriber::config::subscription_oid(subscription);
-    let Some(catalog) = super::read_catalog(subid) else {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "cannot read the connection string of subscription \"{subscription}\" (pg_subscription.subconninfo)"
-            )
-        );
-    };
-    let publisher = super::connect(&catalog.conninfo, subscription);
+    let (_, _, publisher) = super::publisher_of(subscription);
     let moved: Vec<(String, i64, Option<i64>)> = publisher_values(&publisher)
         .into_iter()
         .filter_map(|(schema, name, value)| move_up(&schema, &name, value))

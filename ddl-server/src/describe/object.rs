@@ -437,18 +437,10 @@ unsafe fn extension(oid: pg_sys::Oid, object: ObjectDescription) -> Option<Objec
             &[(pg_sys::Anum_pg_extension_oid as pg_sys::AttrNumber, oid)],
             |tuple, desc| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_extension>(tuple);
-                let mut isnull = true;
-                let version = pg_sys::heap_getattr(
-                    tuple,
-                    pg_sys::Anum_pg_extension_extversion as i32,
-                    desc,
-                    &mut isnull,
-                );
-                let version = if isnull {
-                    String::new()
-                } else {
-                    crate::text::utf8_text(version)
-                };
+                let version =
+                    relation::attribute(tuple, desc, pg_sys::Anum_pg_extension_extversion)
+                        .map(|version| crate::text::utf8_text(version))
+                        .unwrap_or_default();
                 let schema = pg_sys::get_namespace_name(row.extnamespace);
                 found = Some(ObjectDescription {
                     owner: role_name(row.extowner),

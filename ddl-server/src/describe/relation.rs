@@ -220,26 +220,23 @@ pub(super) unsafe fn constraints_of(oid: pg_sys::Oid, by_type: bool) -> Vec<Part
             pg_sys::Anum_pg_constraint_conrelid,
         )
     };
-    let mut found = Vec::new();
-    // SAFETY: a scan of pg_constraint by conrelid or contypid (its index's first key column).
+    // SAFETY: pg_constraint by conrelid or contypid, each its index's first key column.
     unsafe {
-        crate::catalog_scan::scan(
+        parts_of(
             pg_sys::ConstraintRelationId,
-            pg_sys::Oid::from(index),
-            &[(column as pg_sys::AttrNumber, oid)],
+            index,
+            column,
+            oid,
             |tuple, _| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_constraint>(tuple);
-                if row.contype as u8 != b'n' {
-                    found.push(Part {
-                        name: utf8_ptr(row.conname.data.as_ptr()),
-                        definition: text_of(pg_sys::pg_get_constraintdef, &[row.oid.into()])
-                            .unwrap_or_default(),
-                    });
-                }
+                (row.contype as u8 != b'n').then(|| Part {
+                    name: utf8_ptr(row.conname.data.as_ptr()),
+                    definition: text_of(pg_sys::pg_get_constraintdef, &[row.oid.into()])
+                        .unwrap_or_default(),
+                })
             },
         )
-    };
-    by_name(found)
+    }
 }
 
 /// [`constraints_of`] a table.
@@ -282,33 +279,27 @@ unsafe fn indexes(rel: pg_sys::Relation) -> Vec<Part> {
 /// # Safety
 /// As for [`described`].
 pub(super) unsafe fn triggers(relid: pg_sys::Oid) -> Vec<Part> {
-    let mut found = Vec::new();
-    // SAFETY: a scan of pg_trigger by tgrelid (its index's first key column).
+    // SAFETY: pg_trigger by tgrelid, its index's first key column.
     unsafe {
-        crate::catalog_scan::scan(
+        parts_of(
             pg_sys::TriggerRelationId,
-            pg_sys::Oid::from(pg_sys::TriggerRelidNameIndexId),
-            &[(pg_sys::Anum_pg_trigger_tgrelid as pg_sys::AttrNumber, relid)],
+            pg_sys::TriggerRelidNameIndexId,
+            pg_sys::Anum_pg_trigger_tgrelid,
+            relid,
             |tuple, _| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_trigger>(tuple);
-                if row.tgisinternal {
-                    return;
-                }
-                let enabled = match row.tgenabled as u8 {
-                    b'D' => " DISABLE",
-                    b'R' => " ENABLE REPLICA",
-                    b'A' => " ENABLE ALWAYS",
-                    _ => "",
-                };
                 let definition = text_of(pg_sys::pg_get_triggerdef, &[row.oid.into()]);
-                found.push(Part {
+                (!row.tgisinternal).then(|| Part {
                     name: utf8_ptr(row.tgname.data.as_ptr()),
-                    definition: format!("{}{enabled}", definition.unwrap_or_default()),
-                });
+                    definition: format!(
+                        "{}{}",
+                        definition.unwrap_or_default(),
+                        enabled(row.tgenabled)
+                    ),
+                })
             },
         )
-    };
-    by_name(found)
+    }
 }
 
 /// The row-level security policies of `relid`: `AS PERMISSIVE FOR ALL TO public USING (...)
@@ -317,14 +308,14 @@ pub(super) unsafe fn triggers(relid: pg_sys::Oid) -> Vec<Part> {
 /// # Safety
 /// As for [`described`].
 pub(super) unsafe fn policies(relid: pg_sys::Oid) -> Vec<Part> {
-    let mut found = Vec::new();
-    // SAFETY: a scan of pg_policy by polrelid (its index's first key column); the variable
-    // columns read with the catalog's descriptor.
+    // SAFETY: pg_policy by polrelid, its index's first key column; the variable columns read
+    // with the catalog's descriptor.
     unsafe {
-        crate::catalog_scan::scan(
+        parts_of(
             pg_sys::PolicyRelationId,
-            pg_sys::Oid::from(pg_sys::PolicyPolrelidPolnameIndexId),
-            &[(pg_sys::Anum_pg_policy_polrelid as pg_sys::AttrNumber, relid)],
+            pg_sys::PolicyPolrelidPolnameIndexId,
+            pg_sys::Anum_pg_policy_polrelid,
+            relid,
             |tuple, desc| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_policy>(tuple);
                 let command = match row.polcmd as u8 {
@@ -334,11 +325,7 @@ pub(super) unsafe fn policies(relid: pg_sys::Oid) -> Vec<Part> {
                     b'd' => "DELETE",
                     _ => "ALL",
                 };
-                let column = |at: u32| {
-                    let mut isnull = true;
-                    let datum = pg_sys::heap_getattr(tuple, at as i32, desc, &mut isnull);
-                    (!isnull).then_some(datum)
-                };
+                let column = |at: u32| attribute(tuple, desc, at);
                 let roles: Vec<String> = column(pg_sys::Anum_pg_policy_polroles)
                     .and_then(|d| <Vec<pg_sys::Oid> as pgrx::FromDatum>::from_datum(d, false))
                     .unwrap_or_default()
@@ -372,14 +359,13 @@ pub(super) unsafe fn policies(relid: pg_sys::Oid) -> Vec<Part> {
                 if let Some(check) = expression(pg_sys::Anum_pg_policy_polwithcheck) {
                     definition.push_str(&format!(" WITH CHECK ({check})"));
                 }
-                found.push(Part {
+                Some(Part {
                     name: utf8_ptr(row.polname.data.as_ptr()),
                     definition,
-                });
+                })
             },
         )
-    };
-    by_name(found)
+    }
 }
 
 /// The rules of `relid` (not a view's `_RETURN`): `ON INSERT DO INSTEAD <actions>`, each action
@@ -389,59 +375,29 @@ pub(super) unsafe fn policies(relid: pg_sys::Oid) -> Vec<Part> {
 /// # Safety
 /// As for [`described`].
 pub(super) unsafe fn rules(relid: pg_sys::Oid) -> Vec<Part> {
-    let mut found = Vec::new();
-    // SAFETY: a scan of pg_rewrite by ev_class (its index's first key column); the variable
-    // columns read with the catalog's descriptor.
+    // SAFETY: the caller's promise.
     unsafe {
-        crate::catalog_scan::scan(
-            pg_sys::RewriteRelationId,
-            pg_sys::Oid::from(pg_sys::RewriteRelRulenameIndexId),
-            &[(
-                pg_sys::Anum_pg_rewrite_ev_class as pg_sys::AttrNumber,
-                relid,
-            )],
-            |tuple, desc| {
-                let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_rewrite>(tuple);
-                let name = utf8_ptr(row.rulename.data.as_ptr());
-                if name == "_RETURN" {
-                    return;
-                }
-                let event = match row.ev_type as u8 {
-                    b'1' => "SELECT",
-                    b'2' => "UPDATE",
-                    b'3' => "INSERT",
-                    _ => "DELETE",
-                };
-                let mut isnull = true;
-                let actions = pg_sys::heap_getattr(
-                    tuple,
-                    pg_sys::Anum_pg_rewrite_ev_action as i32,
-                    desc,
-                    &mut isnull,
-                );
-                let actions = if isnull { Vec::new() } else { queries(actions) };
-                let enabled = match row.ev_enabled as u8 {
-                    b'D' => " DISABLE",
-                    b'R' => " ENABLE REPLICA",
-                    b'A' => " ENABLE ALWAYS",
-                    _ => "",
-                };
-                found.push(Part {
-                    name,
-                    definition: format!(
-                        "ON {event} DO {}{}{enabled}",
-                        if row.is_instead { "INSTEAD " } else { "ALSO " },
-                        if actions.is_empty() {
-                            "NOTHING".to_string()
-                        } else {
-                            actions.join("; ")
-                        }
-                    ),
-                });
-            },
-        )
-    };
-    by_name(found)
+        rewrite_rules(relid, |row, name, actions| {
+            let event = match row.ev_type as u8 {
+                b'1' => "SELECT",
+                b'2' => "UPDATE",
+                b'3' => "INSERT",
+                _ => "DELETE",
+            };
+            (name != "_RETURN").then(|| {
+                format!(
+                    "ON {event} DO {}{}{}",
+                    if row.is_instead { "INSTEAD " } else { "ALSO " },
+                    if actions.is_empty() {
+                        "NOTHING".to_string()
+                    } else {
+                        actions.join("; ")
+                    },
+                    enabled(row.ev_enabled)
+                )
+            })
+        })
+    }
 }
 
 /// The query of view (or materialized view) `relid`, from its `_RETURN` rule.
@@ -449,36 +405,98 @@ pub(super) unsafe fn rules(relid: pg_sys::Oid) -> Vec<Part> {
 /// # Safety
 /// As for [`described`].
 unsafe fn view_query(relid: pg_sys::Oid) -> Option<String> {
-    let mut query = None;
-    // SAFETY: a scan of pg_rewrite by ev_class (its index's first key column), for the
-    // view's one rule named `_RETURN`.
+    // SAFETY: the caller's promise.
     unsafe {
-        crate::catalog_scan::scan(
+        rewrite_rules(relid, |_, name, actions| {
+            (name == "_RETURN").then(|| actions.into_iter().next())?
+        })
+    }
+    .into_iter()
+    .next()
+    .map(|part| part.definition)
+}
+
+/// The rules of `relid` that `definition` gives a definition for, given each rule's row, name
+/// and actions (deparsed).
+///
+/// # Safety
+/// As for [`described`].
+unsafe fn rewrite_rules(
+    relid: pg_sys::Oid,
+    mut definition: impl FnMut(&pg_sys::FormData_pg_rewrite, &str, Vec<String>) -> Option<String>,
+) -> Vec<Part> {
+    // SAFETY: pg_rewrite by ev_class, its index's first key column; the actions read with the
+    // catalog's descriptor.
+    unsafe {
+        parts_of(
             pg_sys::RewriteRelationId,
-            pg_sys::Oid::from(pg_sys::RewriteRelRulenameIndexId),
-            &[(
-                pg_sys::Anum_pg_rewrite_ev_class as pg_sys::AttrNumber,
-                relid,
-            )],
+            pg_sys::RewriteRelRulenameIndexId,
+            pg_sys::Anum_pg_rewrite_ev_class,
+            relid,
             |tuple, desc| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_rewrite>(tuple);
-                if utf8_ptr(row.rulename.data.as_ptr()) != "_RETURN" {
-                    return;
-                }
-                let mut isnull = true;
-                let actions = pg_sys::heap_getattr(
-                    tuple,
-                    pg_sys::Anum_pg_rewrite_ev_action as i32,
-                    desc,
-                    &mut isnull,
-                );
-                if !isnull {
-                    query = queries(actions).into_iter().next();
-                }
+                let name = utf8_ptr(row.rulename.data.as_ptr());
+                let actions = attribute(tuple, desc, pg_sys::Anum_pg_rewrite_ev_action)
+                    .map(|actions| queries(actions))
+                    .unwrap_or_default();
+                Some(Part {
+                    definition: definition(row, &name, actions)?,
+                    name,
+                })
             },
         )
+    }
+}
+
+/// The parts made by `part` of each row of `catalog` whose column `column` is `oid`, read
+/// through `index` (None from `part`: left out), by name.
+///
+/// # Safety
+/// `index` is an index of `catalog` whose first key column is `column`; in a transaction.
+unsafe fn parts_of(
+    catalog: pg_sys::Oid,
+    index: u32,
+    column: u32,
+    oid: pg_sys::Oid,
+    mut part: impl FnMut(pg_sys::HeapTuple, pg_sys::TupleDesc) -> Option<Part>,
+) -> Vec<Part> {
+    let mut found = Vec::new();
+    // SAFETY: the caller's promise.
+    unsafe {
+        crate::catalog_scan::scan(
+            catalog,
+            pg_sys::Oid::from(index),
+            &[(column as pg_sys::AttrNumber, oid)],
+            |tuple, desc| found.extend(part(tuple, desc)),
+        )
     };
-    query
+    by_name(found)
+}
+
+/// Column `at` of catalog row `tuple` (of descriptor `desc`), or `None` for NULL.
+///
+/// # Safety
+/// `tuple` is a row of the catalog `desc` describes, with a column `at`.
+pub(super) unsafe fn attribute(
+    tuple: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    at: u32,
+) -> Option<pg_sys::Datum> {
+    let mut isnull = true;
+    // SAFETY: the caller's promise.
+    let datum = unsafe { pg_sys::heap_getattr(tuple, at as i32, desc, &mut isnull) };
+    (!isnull).then_some(datum)
+}
+
+/// How a trigger or rule is enabled, when not in the ordinary way (`pg_trigger.tgenabled`,
+/// `pg_rewrite.ev_enabled`).
+fn enabled(state: std::ffi::c_char) -> &'static str {
+    match state as u8 {
+        b'D' => " DISABLE",
+        b'R' => " ENABLE REPLICA",
+        b'A' => " ENABLE ALWAYS",
+        _ => "",
+    }
 }
 
 /// Each query of a rule's `ev_action` (a `pg_node_tree` of a list of queries), deparsed.

@@ -235,6 +235,13 @@ pub(crate) fn events(
     }
     let mut by_status: Vec<(String, usize)> = by_status.into_iter().collect();
     by_status.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    verification.not_compared = most_first(not_compared);
+    Ok((by_status, most_first(groups), made, verification))
+}
+
+/// Groups of events by (status or tag, reason), with their count and an example, most
+/// frequent first.
+fn most_first(groups: BTreeMap<(String, String), (usize, String)>) -> Vec<EventGroup> {
     let mut groups: Vec<EventGroup> = groups
         .into_iter()
         .map(|((status, reason), (count, example))| EventGroup {
@@ -245,19 +252,7 @@ pub(crate) fn events(
         })
         .collect();
     groups.sort_by_key(|g| std::cmp::Reverse(g.count));
-    verification.not_compared = not_compared
-        .into_iter()
-        .map(|((status, reason), (count, example))| EventGroup {
-            status,
-            reason,
-            count,
-            example,
-        })
-        .collect();
-    verification
-        .not_compared
-        .sort_by_key(|g| std::cmp::Reverse(g.count));
-    Ok((by_status, groups, made, verification))
+    groups
 }
 
 /// `detail` with every double-quoted name replaced by `"…"` and every number by `#`, so that
