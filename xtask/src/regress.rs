@@ -218,14 +218,14 @@ fn follower(s: &mut String, f: &Follower) {
         applied - f.verification.verified,
     );
     groups_table(
-        &mut s,
+        s,
         "Applied events not compared, by command tag and why (a statement that makes nothing \
          described has no description: ddl-wire's README lists what is described)",
         ["command tag", "why"],
         &f.verification.not_compared,
     );
     groups_table(
-        &mut s,
+        s,
         "Events not applied, by reason (names blanked)",
         ["status", "reason"],
         &f.not_applied,
