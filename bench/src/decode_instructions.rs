@@ -53,7 +53,7 @@ const CHANGES_PER_TRANSACTION: u64 = 4;
 
 /// The functions whose inclusive counts explain ddl_pgoutput's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 7] = [
+const PROFILE: [(&str, &str); 15] = [
     (
         "ddl_pgoutput::ddl_event",
         "a `ddl_sync` message: check, rules, send",
@@ -77,6 +77,35 @@ const PROFILE: [(&str, &str); 7] = [
     (
         "ddl_server::describe::statement",
         "the event's `description`: what the statement made, from the catalogs",
+    ),
+    (
+        "ddl_server::guc::with_settings",
+        "the settings a description is made with, set and restored",
+    ),
+    (
+        "ddl_server::describe::relation::described",
+        "a relation described: its relcache entry, columns and parts",
+    ),
+    (
+        "RelationIdGetRelation",
+        "relcache entries, opened or rebuilt",
+    ),
+    ("pg_get_indexdef", "PostgreSQL's deparsing of an index"),
+    (
+        "pg_get_constraintdef",
+        "PostgreSQL's deparsing of a constraint",
+    ),
+    (
+        "pg_get_expr",
+        "PostgreSQL's deparsing of an expression (a default)",
+    ),
+    (
+        "ddl_server::describe::relation::policies",
+        "the table's policies (a pg_policy scan)",
+    ),
+    (
+        "ddl_server::describe::relation::parents",
+        "the table's parents (a pg_inherits scan)",
     ),
     (
         "ddl_server::xact::subxact_callback",

@@ -39,10 +39,16 @@ pub fn statement(
     identity: &str,
     renamed_from: &str,
 ) -> Result<Option<Description>, String> {
+    // A statement that makes nothing described costs nothing more: known from its tag
+    // before the subtransaction and the settings.
+    let Some((action, kind)) =
+        action_and_noun(command_tag).and_then(|(action, noun)| Some((action, kind_of(noun)?)))
+    else {
+        return Ok(None);
+    };
     guarded(|| {
-        let (action, noun) = action_and_noun(command_tag)?;
         // SAFETY: the caller's promise.
-        let mut object = unsafe { described(action, noun, identity) }?;
+        let mut object = unsafe { described(action, kind, identity) }?;
         if !renamed_from.is_empty() {
             say_renamed(&mut object, identity, renamed_from);
         }
@@ -125,12 +131,11 @@ fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
     Some((action, noun))
 }
 
-/// The object a statement of `noun` with `action` named by `identity`.
+/// The object of `kind` a statement with `action` named by `identity`.
 ///
 /// # Safety
 /// In a transaction, with `pg_catalog` alone on the search_path.
-unsafe fn described(action: Action, noun: &str, identity: &str) -> Option<ObjectDescription> {
-    let kind = kind_of(noun)?;
+unsafe fn described(action: Action, kind: &str, identity: &str) -> Option<ObjectDescription> {
     // SAFETY: the caller's promise.
     let found = unsafe { object::find(kind, identity) };
     if action == Action::Dropped {
