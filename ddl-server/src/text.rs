@@ -43,6 +43,19 @@ pub unsafe fn utf8_identifier(name: *const c_char) -> String {
     unsafe { utf8_ptr(pg_sys::quote_identifier(name)) }
 }
 
+/// `name` (UTF-8) quoted as an identifier where it needs it (`quote_identifier`). Not
+/// converted to the database encoding and back: quote_identifier only puts `"` around (and
+/// doubles `"` in) the bytes it is given, and any byte outside ASCII makes it quote, in every
+/// encoding alike.
+pub fn quote_identifier(name: &str) -> String {
+    let name = std::ffi::CString::new(name).unwrap_or_default();
+    // SAFETY: quote_identifier returns its NUL-terminated argument or a palloc'd copy, valid
+    // here.
+    unsafe { CStr::from_ptr(pg_sys::quote_identifier(name.as_ptr())) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// A `text` datum from the server, detoasted and in UTF-8.
 ///
 /// # Safety

@@ -23,12 +23,13 @@ use crate::subscriber::applying::Subscription;
 use ddl_server::errors;
 use ddl_server::guc;
 use ddl_server::relcache;
+use ddl_server::text::quote_identifier as quote;
 use ddl_server::text::utf8_ptr;
 use pgrx::list::PgList;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, CString};
 
 /// One table of an event's `tables`, checked.
 struct Definition {
@@ -316,16 +317,6 @@ fn may_alter(
 /// a search_path.
 fn run(sql: &str) {
     guc::with_search_path("pg_catalog", || Spi::run(sql)).unwrap_or_else(|e| errors::internal(e));
-}
-
-fn quote(name: &str) -> String {
-    let name = CString::new(name).unwrap_or_default();
-    // SAFETY: quote_identifier returns its NUL-terminated argument or a palloc'd copy, valid
-    // here. Not converted from the database encoding: it only puts `"` around (and doubles
-    // `"` in) the bytes it was given, our UTF-8.
-    unsafe { CStr::from_ptr(pg_sys::quote_identifier(name.as_ptr())) }
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// The definitions in `tables`: only plain `CREATE TABLE schema.name (column type [COLLATE c],

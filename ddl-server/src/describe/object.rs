@@ -4,7 +4,7 @@
 
 use super::{relation, role_name, text_of};
 use crate::relcache;
-use crate::text::{utf8_identifier, utf8_ptr};
+use crate::text::{quote_identifier, utf8_identifier, utf8_ptr};
 use crate::versions;
 use ddl_wire::{Action, ObjectDescription, Part};
 use pgrx::pg_sys;
@@ -52,9 +52,7 @@ pub(super) unsafe fn find(kind: &str, identity: &str) -> Option<Found> {
             // found as its type.
             "type" | "domain" => type_named(identity)
                 .or_else(|| match relcache::identity_parts(identity)?.as_slice() {
-                    [schema, name, _] => {
-                        type_named(&format!("{}.{}", quoted(schema), quoted(name)))
-                    }
+                    [schema, name, _] => type_in(schema, name),
                     _ => None,
                 })
                 .or_else(|| type_named(relcache::split_on(identity)?.1))
@@ -179,9 +177,18 @@ fn arguments_start(identity: &str) -> Option<usize> {
 /// In a transaction.
 unsafe fn type_named(identity: &str) -> Option<pg_sys::Oid> {
     let [schema, name] = <[String; 2]>::try_from(relcache::identity_parts(identity)?).ok()?;
-    let namespace = relcache::namespace_named(&schema)?;
+    // SAFETY: the caller's promise.
+    unsafe { type_in(&schema, &name) }
+}
+
+/// The type or domain named `name` in schema `schema` (both unquoted).
+///
+/// # Safety
+/// In a transaction.
+unsafe fn type_in(schema: &str, name: &str) -> Option<pg_sys::Oid> {
+    let namespace = relcache::namespace_named(schema)?;
     // SAFETY: in a transaction (the caller's promise).
-    let name = unsafe { crate::text::server_cstring(&name) }?;
+    let name = unsafe { crate::text::server_cstring(name) }?;
     // SAFETY: the caller's promise; a catalog cache lookup by name and schema.
     let oid = unsafe {
         pg_sys::GetSysCacheOid(
@@ -334,7 +341,7 @@ unsafe fn domain(
         for constraint in relation::constraints_of(oid, true) {
             definition.push_str(&format!(
                 " CONSTRAINT {} {}",
-                quoted(&constraint.name),
+                quote_identifier(&constraint.name),
                 constraint.definition
             ));
         }
@@ -459,14 +466,4 @@ unsafe fn extension(oid: pg_sys::Oid, object: ObjectDescription) -> Option<Objec
         )
     };
     found
-}
-
-/// `name` (UTF-8) quoted as PostgreSQL quotes an identifier.
-fn quoted(name: &str) -> String {
-    // SAFETY: a NUL-terminated copy in the database encoding.
-    match unsafe { crate::text::server_cstring(name) } {
-        // SAFETY: as above.
-        Some(c) => unsafe { utf8_identifier(c.as_ptr()) },
-        None => name.to_string(),
-    }
 }
