@@ -43,9 +43,9 @@ const PGBENCH_SCALE: &str = "1";
 const CLIENTS: u32 = 2;
 /// The DDL script's share of the mixed workload, in percent, as in `decode`.
 const DDL_PERCENT: u32 = 1;
-/// The `described` workload's DDL: a table statement, which the plugin describes (ddl-server's
-/// `describe`: the table's columns, constraints and indexes) where the `decode` benchmark's
-/// `COMMENT` is not described.
+/// The `described` workload's DDL: a table statement, whose record carries its description
+/// (ddl-server's `describe`, made by the capture: the table's columns, constraints and
+/// indexes), where the `decode` benchmark's `COMMENT` has none.
 const DESCRIBED_SCRIPT: &str = "\\set n random(1, 1000000000)\n\
                                 ALTER TABLE pgbench_branches ALTER COLUMN filler SET DEFAULT 'bench :n';\n";
 /// Row changes per tpcb-like transaction (three UPDATEs, one INSERT).
@@ -53,7 +53,7 @@ const CHANGES_PER_TRANSACTION: u64 = 4;
 
 /// The functions whose inclusive counts explain ddl_pgoutput's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 15] = [
+const PROFILE: [(&str, &str); 7] = [
     (
         "ddl_pgoutput::ddl_event",
         "a `ddl_sync` message: check, rules, send",
@@ -75,37 +75,8 @@ const PROFILE: [(&str, &str); 15] = [
         "the event's row, given to pgoutput's change callback",
     ),
     (
-        "ddl_server::describe::statement",
-        "the event's `description`: what the statement made, from the catalogs",
-    ),
-    (
-        "ddl_server::guc::with_settings",
-        "the settings a description is made with, set and restored",
-    ),
-    (
-        "ddl_server::describe::relation::described",
-        "a relation described: its relcache entry, columns and parts",
-    ),
-    (
         "RelationIdGetRelation",
         "relcache entries, opened or rebuilt",
-    ),
-    ("pg_get_indexdef", "PostgreSQL's deparsing of an index"),
-    (
-        "pg_get_constraintdef",
-        "PostgreSQL's deparsing of a constraint",
-    ),
-    (
-        "pg_get_expr",
-        "PostgreSQL's deparsing of an expression (a default)",
-    ),
-    (
-        "ddl_server::describe::relation::policies",
-        "the table's policies (a pg_policy scan)",
-    ),
-    (
-        "ddl_server::describe::relation::parents",
-        "the table's parents (a pg_inherits scan)",
     ),
     (
         "ddl_server::xact::subxact_callback",

@@ -93,7 +93,7 @@ const CONFIGS: [Config; 6] = [
 
 /// The functions whose inclusive counts explain the capture's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 18] = [
+const PROFILE: [(&str, &str); 21] = [
     (
         "EventTriggerDDLCommandEnd",
         "PostgreSQL fires ddl_command_end",
@@ -137,6 +137,18 @@ const PROFILE: [(&str, &str); 18] = [
     (
         "ddl_capture::trigger::bindings",
         "what the statement bound by name, for the record",
+    ),
+    (
+        "ddl_server::describe::statement",
+        "the record's description: what the statement made (ddl_server::describe)",
+    ),
+    (
+        "ddl_server::guc::with_settings",
+        "the settings a description is made with, set and restored",
+    ),
+    (
+        "ddl_server::describe::relation::described",
+        "a relation described: its columns and parts",
     ),
     (
         "ddl_server::bindings::referenced",

@@ -216,6 +216,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         tables: "",
         bindings: None,
         renamed_from: "",
+        description: "",
         tag: [0; RECORD_TAG_LEN],
     };
     let verdicts = rules.verdicts(&record);
@@ -266,9 +267,40 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         },
         None => record,
     };
+    // Not for a statement captured before it runs: its objects do not exist yet.
+    let made = recorded.as_ref().is_none_or(|r| r.tables.is_none());
+    let description = if made { describe(&record) } else { None };
+    let record = DdlRecord {
+        description: description.as_deref().unwrap_or(""),
+        ..record
+    };
     emit::emit_record(&record);
     log_verdicts(&record, &verdicts);
     stats::count_capture(&verdicts);
+}
+
+/// The record's `description`: what the statement made, as JSON, from the catalogs right
+/// after it; `None` when it makes nothing described. Made here, not by the plugin: this
+/// backend's catalog caches hold what the statement just touched, which a walsender would
+/// rebuild from its historic snapshot (most of a description's cost there), and the
+/// statement's locks are this backend's own.
+fn describe(record: &DdlRecord<'_>) -> Option<String> {
+    match ddl_server::describe::statement(
+        record.command_tag,
+        record.object_identity,
+        record.renamed_from,
+    ) {
+        Ok(description) => description.map(|d| d.to_json()),
+        Err(e) => {
+            warning!(
+                "ddl_sync: {} {} is replicated without its description, which subscribers \
+                 then cannot verify: {e}",
+                record.command_tag,
+                record.object_identity
+            );
+            None
+        }
+    }
 }
 
 /// The record's `bindings`: what the innermost statement bound by name (the objects it made

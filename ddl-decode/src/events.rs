@@ -56,32 +56,6 @@ pub unsafe fn send(
         generated::sent_generated_columns(&event, &s.publications)
     });
     event.sent_generated_columns = sent.as_deref();
-    // What the statement made, from the catalogs as of its message: the historic snapshot.
-    // Not for a transaction streamed while it still runs: it holds the locks its statements
-    // took, which describing would wait for in vain (a second each).
-    // SAFETY: `txn` is the callback's, alive; a lookup in the proc array.
-    let still_running = streaming && unsafe { pg_sys::TransactionIdIsInProgress((*txn).xid) };
-    let described = (!still_running).then(|| {
-        ddl_server::describe::statement(
-            event.command_tag,
-            event.object_identity,
-            record.renamed_from,
-        )
-    });
-    let description = match described {
-        Some(Ok(description)) => description.map(|d| d.to_json()),
-        Some(Err(e)) => {
-            warning!(
-                "ddl_pgoutput: {} {} at {} is sent without its description: {e}",
-                event.command_tag,
-                event.object_identity,
-                ddl_server::text::lsn(Lsn(lsn))
-            );
-            None
-        }
-        None => None,
-    };
-    event.description = description.as_deref();
     // SAFETY: `rel` is open; the tuple is made in `scratch`.
     let tuple = unsafe { form_tuple(rel, &event) };
     // SAFETY: the caller's promise: `ctx` is live, and its reorder buffer gives a zeroed change

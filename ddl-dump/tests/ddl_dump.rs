@@ -701,6 +701,7 @@ fn record() -> DdlRecord<'static> {
         role_rights: "NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS",
         bindings: Some("type public.money_amount\n"),
         renamed_from: "",
+        description: "",
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }
 }

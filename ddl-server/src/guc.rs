@@ -47,6 +47,22 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// The current value of setting `name` as `SHOW` writes it; `None` for a setting this server
+/// does not know.
+pub fn current(name: &str) -> Option<String> {
+    let name = CString::new(name).ok()?;
+    // SAFETY: missing_ok: NULL for an unknown name; the value is copied at once (valid until
+    // the next GetConfigOption).
+    unsafe {
+        let value = pg_sys::GetConfigOption(name.as_ptr(), true, false);
+        (!value.is_null()).then(|| {
+            std::ffi::CStr::from_ptr(value)
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
 /// Whether `name` may be set to `value` here as a session's `SET` would set it: checked (its
 /// check hook included), not set. An invalid value, or a name this server does not know, is
 /// `false` (said at DEBUG1), never an ERROR.

@@ -19,13 +19,14 @@
 //! u64  system identifier of the node that captured the record
 //! u64  system identifier of the node where the statement first ran (= above unless forwarded)
 //! u64  LSN of the statement on that first node (0 unless forwarded: the plugin adds the LSN)
-//! then fifteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
+//! then sixteen strings, each u32 length + UTF-8 bytes (no NUL terminator):
 //!      dialect, command tag, kind, schema, object identity, statement, search_path,
 //!      current role, session user, database, tables, settings, role rights, bindings,
-//!      renamed from
+//!      renamed from, description
 //! 32 bytes authentication tag over everything before it
 //! ```
-//! Nothing may follow the tag. Version 4 is the same without `renamed from`, version 3 also
+//! Nothing may follow the tag. Version 4 is the same without `renamed from` and
+//! `description`, version 3 also
 //! without `role rights` and `bindings`, version 2 also without `tables` and `settings`; all
 //! are still read (a server upgraded with records of the old library in its WAL), as empty
 //! ones (and `bindings` as not known).
@@ -55,6 +56,13 @@
 //! Why `renamed from`: after `ALTER ... RENAME` or `SET SCHEMA` the catalogs, and so the
 //! object identity, know only the new name; the capture reads the old one before the statement
 //! runs, so that a consumer is told both.
+//!
+//! Why `description`: what the statement made, as the catalogs say right after it
+//! ([`Description`](crate::Description) as JSON; empty for a statement that makes nothing
+//! described), so that a subscriber can show that its replay made the same. The capture makes
+//! it, in the statement's own backend, where the catalog caches hold what the statement just
+//! touched: the walsender would have to rebuild them from its historic snapshot, and wait for
+//! the locks of a transaction it streams while it runs.
 //!
 //! Why a tag: `pg_logical_emit_message` is executable by PUBLIC, so the prefix proves nothing
 //! about who wrote a message. The capture seals each record with a MAC under a key that only
@@ -215,6 +223,10 @@ pub struct DdlRecord<'a> {
     /// the object's identity before the statement, in the form of `object_identity`; empty
     /// otherwise (and in records before version 5).
     pub renamed_from: &'a str,
+    /// What the statement made ([`Description`](crate::Description) as JSON), empty when it
+    /// makes nothing described, when describing it failed (the capture then warns), for a
+    /// statement captured before it runs (`CREATE TABLE AS`), and in records before version 5.
+    pub description: &'a str,
     /// The authentication tag over the rest of the record, as written (see [`DdlRecord::sealed_part`]).
     pub tag: [u8; RECORD_TAG_LEN],
 }
@@ -274,7 +286,7 @@ impl fmt::Display for RecordError {
 impl std::error::Error for RecordError {}
 
 /// The names of the string fields, in wire order (used in errors).
-const STRING_FIELDS: [&str; 15] = [
+const STRING_FIELDS: [&str; 16] = [
     "dialect",
     "command_tag",
     "kind",
@@ -290,6 +302,7 @@ const STRING_FIELDS: [&str; 15] = [
     "role_rights",
     "bindings",
     "renamed_from",
+    "description",
 ];
 
 impl<'a> DdlRecord<'a> {
@@ -320,14 +333,14 @@ impl<'a> DdlRecord<'a> {
             original_sysid: r.u64("original_sysid")?,
             original_lsn: r.u64("original_lsn")?,
         };
-        let mut s = [""; 15];
+        let mut s = [""; 16];
         // Version 2 ends before `tables`, version 3 before `role_rights`, version 4 before
         // `renamed_from`.
         let fields = match version {
             2 => 10,
             3 => 12,
             4 => 14,
-            _ => 15,
+            _ => 16,
         };
         for (slot, field) in s.iter_mut().zip(STRING_FIELDS).take(fields) {
             *slot = r.string(field)?;
@@ -339,7 +352,7 @@ impl<'a> DdlRecord<'a> {
                 offset: r.pos,
             });
         }
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from, description] =
             s;
         let bindings = (fields >= 14).then_some(bindings);
         Ok(DdlRecord {
@@ -364,6 +377,7 @@ impl<'a> DdlRecord<'a> {
             role_rights,
             bindings,
             renamed_from,
+            description,
             tag,
         })
     }
@@ -412,7 +426,7 @@ impl<'a> DdlRecord<'a> {
             .map(|(_, field)| field)
     }
 
-    fn strings(&self) -> [&'a str; 15] {
+    fn strings(&self) -> [&'a str; 16] {
         [
             self.dialect,
             self.command_tag,
@@ -429,6 +443,7 @@ impl<'a> DdlRecord<'a> {
             self.role_rights,
             self.bindings.unwrap_or(""),
             self.renamed_from,
+            self.description,
         ]
     }
 }
@@ -509,6 +524,7 @@ mod tests {
             role_rights: "NOSUPERUSER NOCREATEDB CREATEROLE NOREPLICATION NOBYPASSRLS",
             bindings: Some("type public.money_amount\n"),
             renamed_from: "public.old_orders",
+            description: r#"{"version":1,"objects":[{"action":"altered","kind":"table","identity":"public.orders"}]}"#,
             tag: [7; RECORD_TAG_LEN],
         }
     }
@@ -550,16 +566,18 @@ mod tests {
     }
 
     #[test]
-    fn version_4_records_are_read_without_renamed_from() {
+    fn version_4_records_are_read_without_renamed_from_or_description() {
         let v4 = DdlRecord {
             renamed_from: "",
+            description: "",
             ..sample()
         };
         let mut bytes = encoded(&v4);
         bytes[0] = 4;
-        // Version 5 with an empty `renamed_from` is version 4 plus its length, before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 4;
-        bytes.drain(at..at + 4);
+        // Version 5 with empty `renamed_from` and `description` is version 4 plus their
+        // lengths, before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 8;
+        bytes.drain(at..at + 8);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v4));
         let mut longer = encoded(&sample());
         longer[0] = 4;
@@ -575,14 +593,15 @@ mod tests {
             role_rights: "",
             bindings: None,
             renamed_from: "",
+            description: "",
             ..sample()
         };
         let mut bytes = encoded(&v3);
         bytes[0] = 3;
-        // Version 5 with empty `role_rights`, `bindings` and `renamed_from` is version 3 plus
-        // their lengths, before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 12;
-        bytes.drain(at..at + 12);
+        // Version 5 with empty `role_rights`, `bindings`, `renamed_from` and `description` is
+        // version 3 plus their lengths, before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 16;
+        bytes.drain(at..at + 16);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v3));
         let mut longer = encoded(&sample());
         longer[0] = 3;
@@ -600,14 +619,15 @@ mod tests {
             role_rights: "",
             bindings: None,
             renamed_from: "",
+            description: "",
             ..sample()
         };
         let mut bytes = encoded(&v2);
         bytes[0] = 2;
-        // Version 5 with empty `tables`, `settings`, `role_rights`, `bindings` and
-        // `renamed_from` is version 2 plus their lengths, just before the tag.
-        let at = bytes.len() - RECORD_TAG_LEN - 20;
-        bytes.drain(at..at + 20);
+        // Version 5 with empty `tables`, `settings`, `role_rights`, `bindings`, `renamed_from`
+        // and `description` is version 2 plus their lengths, just before the tag.
+        let at = bytes.len() - RECORD_TAG_LEN - 24;
+        bytes.drain(at..at + 24);
         assert_eq!(DdlRecord::parse(&bytes), Ok(v2));
         // ... and a version 2 record with those fields has bytes too many.
         let mut longer = encoded(&sample());

@@ -247,7 +247,7 @@ fn utf8(rng: &mut Rng, max_chars: usize) -> String {
 }
 
 /// The strings of a record, owned, so a record can borrow them.
-struct RecordStrings([String; 15]);
+struct RecordStrings([String; 16]);
 
 impl RecordStrings {
     fn random(rng: &mut Rng) -> RecordStrings {
@@ -255,7 +255,7 @@ impl RecordStrings {
     }
 
     fn record(&self, rng: &mut Rng) -> DdlRecord<'_> {
-        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from] =
+        let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from, description] =
             &self.0;
         DdlRecord {
             flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
@@ -283,6 +283,7 @@ impl RecordStrings {
             role_rights,
             bindings: Some(bindings),
             renamed_from,
+            description,
             tag: std::array::from_fn(|_| rng.u32() as u8),
         }
     }
@@ -324,6 +325,7 @@ fn check_record(payload: &[u8]) -> bool {
                 record.role_rights,
                 record.bindings.unwrap_or(""),
                 record.renamed_from,
+                record.description,
             ] {
                 assert!(borrowed_from(s, payload));
             }

@@ -260,6 +260,7 @@ pub(crate) fn forged<'a>(
         role_rights: "",
         bindings: Some(""),
         renamed_from: "",
+        description: "",
         // Not the capture's seal: the output plugin refuses the record.
         tag: [0; ddl_wire::RECORD_TAG_LEN],
     }

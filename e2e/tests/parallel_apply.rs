@@ -78,6 +78,15 @@ fn ddl_in_a_streamed_transaction_is_replayed_by_a_parallel_apply_worker() {
         ),
         "applied ALTER TABLE, applied CREATE TABLE"
     );
+    // Described by the capture while the transaction ran, verified by the parallel worker.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(coalesce(verified::text, '-'), ', ' ORDER BY origin_lsn)
+               FROM ddl_sync.apply_log"
+        ),
+        "true, true"
+    );
 
     // A streamed transaction that rolls back takes its replayed DDL and its apply log with it.
     let mut abandoned = Session::open(&publisher, "abandoned");

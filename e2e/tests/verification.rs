@@ -4,7 +4,7 @@
 //! values, a counter, and the `ddl_divergence` policy.
 
 use ddl_e2e::{
-    create_subscription, ddl_publisher, ddl_subscriber, query, wait_caught_up, wait_for,
+    create_subscription, ddl_publisher, ddl_subscriber, query, wait_caught_up, wait_for, Session,
 };
 use ddl_testkit::Cluster;
 use std::time::Duration;
@@ -18,16 +18,7 @@ fn pair(name: &str) -> (Cluster, Cluster) {
         "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
     );
     let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
-    // Not streamed: a statement of a transaction the publisher streams while it still runs is
-    // not described (ddl-decode's README), and with the harness's 64 kB
-    // logical_decoding_work_mem these tests' transactions stream whenever the walsender reads
-    // them before they commit (18's default is `streaming = parallel`).
-    let (ok, said) = create_subscription(
-        &subscriber,
-        "postgres",
-        &publisher,
-        "ddl = 'all', streaming = off",
-    );
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
     assert!(ok, "{said}");
     (publisher, subscriber)
 }
@@ -100,6 +91,59 @@ fn replayed_table_statements_are_verified() {
         ),
         r#"[{"kind": "table", "action": "dropped", "identity": "public.gone"}]"#
     );
+}
+
+/// A transaction the walsender streams while it still runs: its statements are described as
+/// any other (by the capture, in the statement's backend, which holds their locks) and
+/// verified.
+#[test]
+fn statements_of_a_transaction_streamed_while_it_runs_are_verified() {
+    let publisher = ddl_publisher("streamed-pub");
+    query(
+        &publisher,
+        "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    let subscriber = ddl_subscriber("streamed-sub", &["ddl_sync"]);
+    let (ok, said) = create_subscription(
+        &subscriber,
+        "postgres",
+        &publisher,
+        "ddl = 'all', streaming = on",
+    );
+    assert!(ok, "{said}");
+    let mut migration = Session::open(&publisher, "migration");
+    // Rows beyond the harness's 64 kB logical_decoding_work_mem: streamed before COMMIT.
+    migration.run(
+        "BEGIN;
+         CREATE TABLE big (id int PRIMARY KEY, payload text DEFAULT 'x');
+         CREATE INDEX big_payload ON big (payload);
+         INSERT INTO big SELECT g, repeat('p', 100) FROM generate_series(1, 5000) g;",
+    );
+    wait_for(
+        "the open transaction to be streamed",
+        TIMEOUT,
+        || match query(
+            &publisher,
+            "SELECT stream_txns FROM pg_stat_replication_slots WHERE slot_name = 'sub'",
+        )
+        .as_str()
+        {
+            "" | "0" => Err("not streamed yet".to_string()),
+            _ => Ok(()),
+        },
+    );
+    migration.run("ALTER TABLE big ADD COLUMN note text DEFAULT 'n'; COMMIT;");
+    migration.finish();
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        log(&subscriber),
+        [
+            "applied | CREATE TABLE | true | ",
+            "applied | CREATE INDEX | true | ",
+            "applied | ALTER TABLE | true | "
+        ]
+    );
+    assert_eq!(query(&subscriber, "SELECT count(*) FROM big"), "5000");
 }
 
 #[test]
@@ -402,16 +446,7 @@ fn each_nodes_display_settings_do_not_change_a_description_and_a_value_fixed_at_
          ALTER DATABASE postgres SET bytea_output = 'escape';
          ALTER DATABASE postgres SET quote_all_identifiers = on",
     );
-    // Not streamed: a statement of a transaction the publisher streams while it still runs is
-    // not described (ddl-decode's README), and with the harness's 64 kB
-    // logical_decoding_work_mem these tests' transactions stream whenever the walsender reads
-    // them before they commit (18's default is `streaming = parallel`).
-    let (ok, said) = create_subscription(
-        &subscriber,
-        "postgres",
-        &publisher,
-        "ddl = 'all', streaming = off",
-    );
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, "ddl = 'all'");
     assert!(ok, "{said}");
     query(
         &publisher,

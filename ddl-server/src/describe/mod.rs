@@ -1,11 +1,12 @@
 //! What a statement made, described from the catalogs the same way on every node: the
-//! event's `description` ([`ddl_wire::Description`]). The publisher's plugin describes the
-//! statement's objects as of its message (the historic snapshot), the subscriber's replay
-//! after running it, and the two are compared.
+//! event's `description` ([`ddl_wire::Description`]). The publisher's capture describes the
+//! statement's objects right after it ran, in its own backend (the record carries the
+//! description), the subscriber's replay after running it, and the two are compared.
 //!
-//! Everything here reads the catalog caches and scans catalogs: no SPI, which logical decoding
-//! does not allow (it has no query snapshot). Expressions and definitions are PostgreSQL's own
-//! deparsing (`pg_get_expr`, `pg_get_constraintdef`, `pg_get_indexdef`, `pg_get_triggerdef`,
+//! Everything here reads the catalog caches and scans catalogs, without SPI: in the capture
+//! the caches already hold what the statement just touched, so a description costs little
+//! beside the statement. Expressions and definitions are PostgreSQL's own deparsing
+//! (`pg_get_expr`, `pg_get_constraintdef`, `pg_get_indexdef`, `pg_get_triggerdef`,
 //! `pg_get_functiondef`, `pg_get_querydef`, `format_type`), run with `pg_catalog` alone on the
 //! search_path so that every other object is schema-qualified whatever either node's settings.
 //!
@@ -24,15 +25,13 @@ use pgrx::pg_sys;
 /// `None` for a statement that makes nothing this version describes (COMMENT, GRANT, an
 /// operator, ...), or whose object is not what the statement claims (gone after CREATE, still
 /// there after DROP); `Err` with the message of an ERROR that describing raised. Such an ERROR
-/// is caught in a subtransaction, which undoes what it did: in a walsender it would otherwise
-/// stop the stream for good (every retry decodes the same statement again), in an apply
-/// worker the subscription. A lock the description needs is waited for at most a second
-/// (`lock_timeout`): in a walsender an unbounded wait could last for ever, since the
-/// transaction that ran the statement may hold its lock while it waits for a synchronous
-/// standby fed by this very walsender.
+/// is caught in a subtransaction, which undoes what it did: in the capture it would otherwise
+/// fail the user's statement, in an apply worker stop the subscription. A lock the description
+/// needs is waited for at most a second (`lock_timeout`); the statement's own locks are the
+/// describing backend's already.
 ///
 /// In a transaction whose catalogs are those after the statement.
-// Not inlined: `cargo xtask bench decode-instructions` profiles it.
+// Not inlined: `cargo xtask bench instructions` profiles it.
 #[inline(never)]
 pub fn statement(
     command_tag: &str,
@@ -46,6 +45,11 @@ pub fn statement(
     else {
         return Ok(None);
     };
+    if action == Action::Dropped {
+        // Nothing to deparse, and lookups that raise no ERROR: no subtransaction, no settings.
+        // SAFETY: the caller's promise.
+        return Ok(unsafe { dropped(kind, identity) });
+    }
     guarded(|| {
         // SAFETY: the caller's promise.
         let mut object = unsafe { described(action, kind, identity) }?;
@@ -93,13 +97,13 @@ fn say_renamed(object: &mut ObjectDescription, identity: &str, renamed_from: &st
 }
 
 /// The settings a description is made with: `pg_catalog` alone on the search_path (every
-/// other object qualified), a lock waited for at most a second, and PostgreSQL's defaults for
-/// every setting that changes how deparsing writes a constant or a name (a `timestamptz`
-/// default in the session's time zone, a float's digits, quoted identifiers), so that both
-/// nodes write the same text whatever their sessions' settings.
-const SETTINGS: [(&str, &str); 9] = [
+/// other object qualified), and PostgreSQL's defaults for every setting that changes how
+/// deparsing writes a constant or a name (a `timestamptz` default in the session's time zone,
+/// a float's digits, quoted identifiers), so that both nodes write the same text whatever
+/// their sessions' settings. A setting already so is not set again ([`guc::with_settings`]);
+/// a time zone that is UTC by another name ([`UTC_NAMES`]) is left as it is.
+const SETTINGS: [(&str, &str); 8] = [
     ("search_path", "pg_catalog"),
-    ("lock_timeout", "1000"),
     ("DateStyle", "ISO, MDY"),
     ("IntervalStyle", "postgres"),
     ("TimeZone", "UTC"),
@@ -109,9 +113,29 @@ const SETTINGS: [(&str, &str); 9] = [
     ("quote_all_identifiers", "off"),
 ];
 
+/// Names of the UTC time zone, which deparsing writes the same way as `UTC` (`+00`, no
+/// abbreviation): a server whose `timezone` is one of them (initdb writes the system's, often
+/// `Etc/UTC`) is spared setting it for every description.
+const UTC_NAMES: [&str; 8] = [
+    "UTC",
+    "Etc/UTC",
+    "Etc/UCT",
+    "UCT",
+    "Etc/Universal",
+    "Universal",
+    "Etc/Zulu",
+    "Zulu",
+];
+
 /// `describe` in a subtransaction, with [`SETTINGS`].
 fn guarded<T>(describe: impl FnOnce() -> Option<T>) -> Result<Option<T>, String> {
-    crate::xact::in_subtransaction(|| guc::with_settings(&SETTINGS, describe), |_| true)
+    let utc = guc::current("TimeZone").is_some_and(|zone| UTC_NAMES.contains(&zone.as_str()));
+    let settings: Vec<(&str, &str)> = SETTINGS
+        .iter()
+        .copied()
+        .filter(|(name, _)| !(utc && *name == "TimeZone"))
+        .collect();
+    crate::xact::in_subtransaction(|| guc::with_settings(&settings, describe), |_| true)
         .map_err(|caught| caught.message)
 }
 
@@ -131,23 +155,33 @@ fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
     Some((action, noun))
 }
 
-/// The object of `kind` a statement with `action` named by `identity`.
+/// The description of a statement that dropped the object of `kind` named by `identity`: its
+/// kind and identity; `None` when the object is still there (the statement did not do what
+/// it says).
+///
+/// # Safety
+/// In a transaction.
+unsafe fn dropped(kind: &str, identity: &str) -> Option<Description> {
+    // SAFETY: the caller's promise.
+    let gone = unsafe { object::find(kind, identity) }.is_none();
+    gone.then(|| Description {
+        version: DESCRIPTION_VERSION,
+        objects: vec![ObjectDescription {
+            action: Action::Dropped,
+            kind: kind.into(),
+            identity: identity.into(),
+            ..Default::default()
+        }],
+    })
+}
+
+/// The object of `kind` a statement with `action` (not a drop) named by `identity`.
 ///
 /// # Safety
 /// In a transaction, with `pg_catalog` alone on the search_path.
 unsafe fn described(action: Action, kind: &str, identity: &str) -> Option<ObjectDescription> {
     // SAFETY: the caller's promise.
-    let found = unsafe { object::find(kind, identity) };
-    if action == Action::Dropped {
-        // Gone, or the statement did not do what it says.
-        return found.is_none().then(|| ObjectDescription {
-            action,
-            kind: kind.into(),
-            identity: identity.into(),
-            ..Default::default()
-        });
-    }
-    match found? {
+    match unsafe { object::find(kind, identity) }? {
         // An index is described as part of its table: CREATE INDEX changes the table.
         // SAFETY: the caller's promise.
         object::Found::Relation(relid) => unsafe {

@@ -69,11 +69,11 @@ pub(super) unsafe fn described(relid: pg_sys::Oid, action: Action) -> Option<Obj
 }
 
 /// `f`, with AccessShareLock on `relid` (what PostgreSQL's deparsing of its expressions
-/// takes) if it is free within a second; `None` when it is not. Usually the lock is free at
-/// once, or after the microseconds a committed transaction takes to release its locks (the
-/// walsender may read its commit first). Not taken: not described, and subscribers do not
-/// compare it. Waited for without an ERROR: a WARNING for every statement of a transaction
-/// that keeps its locks would say nothing useful.
+/// takes) if it is free within a second; `None` when it is not. Usually it is this backend's
+/// already (the capture and the replay describe what their statement just locked), or free
+/// at once. Not taken: not described, and subscribers do not compare it. Waited for without
+/// an ERROR: a WARNING for every statement on a table another transaction keeps locked would
+/// say nothing useful.
 ///
 /// # Safety
 /// In a transaction.

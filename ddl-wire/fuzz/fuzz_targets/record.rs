@@ -39,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
                 record.role_rights,
                 record.bindings.unwrap_or(""),
                 record.renamed_from,
+                record.description,
             ] {
                 assert!(s.is_empty() || range.contains(&s.as_ptr()));
             }

@@ -168,7 +168,7 @@ impl<'a> DdlEvent<'a> {
             capturing_sysid: Some(record.origin.capturing_sysid),
             // The plugin's, from its catalogs and for its session (ddl-decode's `events`).
             sent_generated_columns: None,
-            description: None,
+            description: (!record.description.is_empty()).then_some(record.description),
         }
     }
 }

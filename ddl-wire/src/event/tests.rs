@@ -361,6 +361,7 @@ fn the_event_of_a_record() {
         role_rights: "",
         bindings: None,
         renamed_from: "",
+        description: "",
         tag: [7; RECORD_TAG_LEN],
     };
     let ev = DdlEvent::from_record(&record, Lsn(0x10));
