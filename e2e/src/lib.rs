@@ -13,6 +13,7 @@ pub mod hostile;
 pub mod pgtree;
 pub mod quickstart;
 pub mod readme;
+pub mod realworld;
 pub mod regress;
 mod replication;
 

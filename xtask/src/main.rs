@@ -22,6 +22,7 @@ mod demo;
 mod golden;
 mod install;
 mod package;
+mod realworld;
 mod regress;
 mod reliability;
 mod setup;
@@ -106,6 +107,12 @@ pub const COMMANDS: &[Command] = &[
         args: "[--groups N] [--debug]",
         what: "PostgreSQL's regression suite, replicated -> FIDELITY.md",
         run: regress::run,
+    },
+    Command {
+        name: "realworld",
+        args: "[--apps a,b,...] [--debug]",
+        what: "real applications' upgrade histories, replicated -> FIDELITY.md",
+        run: realworld::run,
     },
 ];
 

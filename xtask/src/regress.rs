@@ -18,12 +18,15 @@ use ddl_testkit::report::{write_section, Machine};
 use std::fmt::Write;
 
 const USAGE: &str = "usage: cargo xtask regress [--groups N] [--debug]";
-const FILE: &str = "FIDELITY.md";
-const INTRO: &str = "# Fidelity\n\n\
+/// The report both `regress` and `realworld` write into, each its own sections.
+pub(crate) const FILE: &str = "FIDELITY.md";
+/// What the report opens with.
+pub(crate) const INTRO: &str = "# Fidelity\n\n\
     What installing ddl_sync changes for users of a publisher, and how far a subscriber follows \
-    real-world DDL, measured with PostgreSQL's own regression suite. Written by `cargo xtask \
-    regress`; a short version runs with the ordinary tests (`cargo test -p ddl-e2e --test \
-    regress`).\n";
+    real-world DDL, measured with PostgreSQL's own regression suite (`cargo xtask regress`) and \
+    with real applications' schemas and upgrade histories (`cargo xtask realworld`). A short \
+    version of each runs with the ordinary tests (`cargo test -p ddl-e2e --test regress`, \
+    `--test realworld`).\n";
 
 /// Each major has its own section (Debian's 15 and 18 sources hold the suite).
 fn heading(r: &Report) -> String {
@@ -265,7 +268,7 @@ fn follower(s: &mut String, f: &Follower) {
 }
 
 /// `text` fit for a Markdown table cell.
-fn cell(text: &str) -> String {
+pub(crate) fn cell(text: &str) -> String {
     text.replace('|', "\\|")
         .replace('`', "'")
         .split_whitespace()
@@ -275,7 +278,12 @@ fn cell(text: &str) -> String {
 
 /// A folded table of event groups under `summary` (nothing when there are none); `columns`
 /// names the groups' status and reason columns.
-fn groups_table(s: &mut String, summary: &str, columns: [&str; 2], groups: &[EventGroup]) {
+pub(crate) fn groups_table(
+    s: &mut String,
+    summary: &str,
+    columns: [&str; 2],
+    groups: &[EventGroup],
+) {
     if groups.is_empty() {
         return;
     }

@@ -1,7 +1,7 @@
 //! What a regression run is measured by: test outputs with and without our libraries, the
 //! subscriber's apply log, and the rows on both nodes.
 
-use super::{script, RegressRun, DATABASE};
+use super::{script, RegressRun};
 use crate::compare::ROWS_CHECKSUM;
 use ddl_testkit::Cluster;
 use std::collections::{BTreeMap, BTreeSet};
@@ -89,7 +89,7 @@ pub(crate) fn changed_tests(
 }
 
 /// The changed lines between two texts (`-` for the first, `+` for the second), by `diff`.
-fn diff(a: &str, b: &str) -> Vec<String> {
+pub(crate) fn diff(a: &str, b: &str) -> Vec<String> {
     let dir = std::env::temp_dir().join(format!("ddl-regress-diff-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let (pa, pb) = (dir.join("a"), dir.join("b"));
@@ -159,10 +159,11 @@ pub struct MadeFromDefinition {
 /// table), counted apart from the reason.
 const FROM_DEFINITION: &str = "from the publisher's definition";
 
-/// The subscriber's apply log rows by status, the ones not applied grouped by reason, what
-/// was made from definitions, and what verification found.
+/// The subscriber's apply log rows (in database `db`) by status, the ones not applied grouped
+/// by reason, what was made from definitions, and what verification found.
 pub(crate) fn events(
     subscriber: &Cluster,
+    db: &str,
 ) -> Result<
     (
         StatusCounts,
@@ -174,7 +175,7 @@ pub(crate) fn events(
 > {
     let rows = subscriber
         .psql(
-            DATABASE,
+            db,
             "SELECT apply_status, coalesce(apply_verified::text, '-'),
                     CASE WHEN description IS NULL THEN 'the publisher sent no description: '
                          ELSE '' END || command_tag,
@@ -291,11 +292,16 @@ pub struct RowCheck {
     pub differing: Vec<(String, String)>,
 }
 
-/// Compares every published table's row count and rows (md5 of the sorted text forms).
-pub(crate) fn rows(publisher: &Cluster, subscriber: &Cluster) -> Result<RowCheck, String> {
+/// Compares every published table's row count and rows (md5 of the sorted text forms) in
+/// database `db`.
+pub(crate) fn rows(
+    publisher: &Cluster,
+    subscriber: &Cluster,
+    db: &str,
+) -> Result<RowCheck, String> {
     let tables = publisher
         .psql(
-            DATABASE,
+            db,
             "SELECT format('%I.%I', schemaname, tablename) FROM pg_publication_tables
               WHERE pubname = 'p' AND schemaname <> 'ddl_sync' ORDER BY 1",
         )
@@ -311,7 +317,7 @@ pub(crate) fn rows(publisher: &Cluster, subscriber: &Cluster) -> Result<RowCheck
                 )
             })
             .collect();
-        script(pg, &sql)
+        script(pg, db, &sql)
             .lines()
             .filter_map(|l| l.split_once('|'))
             .map(|(t, s)| (t.to_string(), s.to_string()))
@@ -320,7 +326,7 @@ pub(crate) fn rows(publisher: &Cluster, subscriber: &Cluster) -> Result<RowCheck
     let (a, b) = (sums(publisher), sums(subscriber));
     let subscribed: BTreeSet<String> = subscriber
         .psql(
-            DATABASE,
+            db,
             "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_subscription_rel r
                JOIN pg_class c ON c.oid = r.srrelid JOIN pg_namespace n ON n.oid = c.relnamespace",
         )

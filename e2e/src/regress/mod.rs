@@ -23,7 +23,7 @@
 //! status, the schema difference (`pg_dump --schema-only`) and the tables whose rows are equal
 //! on both nodes.
 
-mod compare;
+pub(crate) mod compare;
 mod follow;
 mod suite;
 
@@ -164,7 +164,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
             &format!("sub_{conflict}"),
             Duration::from_secs(3600),
         );
-        let (events, not_applied, made, verification) = compare::events(subscriber)?;
+        let (events, not_applied, made, verification) = compare::events(subscriber, DATABASE)?;
         let subscriber_schema = schema_in(subscriber, DATABASE);
         let only = |a: &[String], b: &[String]| -> Vec<String> {
             a.iter()
@@ -184,7 +184,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
                 only(&publisher_schema, &subscriber_schema),
                 only(&subscriber_schema, &publisher_schema),
             ),
-            rows: compare::rows(&publisher, subscriber)?,
+            rows: compare::rows(&publisher, subscriber, DATABASE)?,
         });
     }
     Ok(Report {
@@ -303,8 +303,8 @@ fn pg_regress(
     })
 }
 
-/// Runs `script` in the suite's database; what psql printed (errors do not stop it).
-pub(crate) fn script(pg: &Cluster, script: &str) -> String {
-    let out = psql_script(pg, DATABASE, &["-v", "ON_ERROR_STOP=0"], script);
+/// Runs `script` in database `db`; what psql printed (errors do not stop it).
+pub(crate) fn script(pg: &Cluster, db: &str, script: &str) -> String {
+    let out = psql_script(pg, db, &["-v", "ON_ERROR_STOP=0"], script);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
