@@ -494,6 +494,83 @@ fn code_of_a_role_that_is_not_a_superuser_never_runs_with_the_subscription_owner
     );
 }
 
+/// Tables a superuser made with defaults that call `nextval` on sequences, then gave to an
+/// ordinary role that may not use them: the table's own sequence (which went with it), the
+/// superuser's, a third role's. The role did not write those defaults, and they never run
+/// during table sync or apply, where every row brings those columns: the copy is made, and rows
+/// follow. The same defaults on columns the publication leaves out (a column list) would be
+/// filled in by the subscription owner for every row applied: refused, naming the sequences.
+#[test]
+fn defaults_a_table_was_given_with_copy_when_every_row_brings_their_columns() {
+    const GIVEN: &str = "
+        CREATE ROLE app; CREATE ROLE third;
+        CREATE SEQUENCE public.su_seq;
+        CREATE SEQUENCE public.third_seq; ALTER SEQUENCE public.third_seq OWNER TO third;
+        CREATE TABLE public.given (id bigserial PRIMARY KEY,
+                                   a bigint DEFAULT pg_catalog.nextval('public.su_seq'),
+                                   b bigint DEFAULT pg_catalog.nextval('public.third_seq'),
+                                   note text);
+        ALTER TABLE public.given OWNER TO app;
+        INSERT INTO public.given (note) VALUES ('first');";
+    let publisher = ddl_publisher("copy-given-pub");
+    let version: u32 = query(&publisher, "SHOW server_version_num")
+        .parse()
+        .unwrap();
+    // Where rows are applied as each table's owner (16 and later by default) nothing is
+    // judged: ask for rows applied as the subscription owner, as on 15.
+    let options = if version < 160000 {
+        "ddl = 'all', copy_schema = true"
+    } else {
+        "ddl = 'all', copy_schema = true, run_as_owner = true"
+    };
+
+    query(&publisher, GIVEN);
+    query(
+        &publisher,
+        "CREATE PUBLICATION p FOR ALL TABLES WITH (ddl = 'all')",
+    );
+    let subscriber = ddl_subscriber("copy-given-sub", &["ddl_sync"]);
+    query(&subscriber, "CREATE ROLE app; CREATE ROLE third;");
+    let (ok, said) = create_subscription(&subscriber, "postgres", &publisher, options);
+    assert!(ok, "{said}");
+    wait_synchronised(&subscriber, "postgres");
+    query(
+        &publisher,
+        "INSERT INTO public.given (note) VALUES ('second')",
+    );
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(note, ',' ORDER BY id) FROM public.given"
+        ),
+        "first,second"
+    );
+    assert_same_rows(&publisher, &subscriber);
+
+    let listed = ddl_publisher("copy-given-list-pub");
+    query(&listed, GIVEN);
+    query(
+        &listed,
+        "CREATE PUBLICATION p FOR TABLE public.given (id, note) WITH (ddl = 'all')",
+    );
+    let refused = ddl_subscriber("copy-given-list-sub", &["ddl_sync"]);
+    query(&refused, "CREATE ROLE app; CREATE ROLE third;");
+    let (ok, said) = create_subscription(&refused, "postgres", &listed, options);
+    assert!(!ok, "{said}");
+    for finding in [
+        "su_seq, which role app may not (USAGE)",
+        "third_seq, which role app may not (USAGE)",
+    ] {
+        assert!(said.contains(finding), "no {finding:?} in:\n{said}");
+    }
+    assert!(
+        !said.contains("given_id_seq"),
+        "the table's own sequence passes: {said}"
+    );
+    assert_no_subscription_made(&refused, &listed);
+}
+
 /// `ALTER SUBSCRIPTION ... REFRESH PUBLICATION WITH (copy_schema = true)` (and `ADD
 /// PUBLICATION ... WITH (copy_schema = true)`): a table added to the publication that this
 /// database lacks is made, with the type, function and sequence it needs, then its rows come;

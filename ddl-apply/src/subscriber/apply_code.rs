@@ -60,15 +60,41 @@ pub fn subscription_runs_as_owner(subid: pg_sys::Oid) -> bool {
 
 /// Whose rows the check judges.
 #[derive(Clone, Copy)]
-pub enum Author {
+pub enum Author<'a> {
     /// A statement replayed as a role that is not a superuser: every trigger or rule it left
     /// enabled ALWAYS or REPLICA counts.
     NotSuperuser,
     /// A schema a superuser copied from the publisher (`copy_schema`), whose objects keep their
     /// owners: a trigger or rule counts when its table is not owned by a superuser (only the
-    /// table's owner, or a superuser, can enable one).
-    TableOwners,
+    /// table's owner, or a superuser, can enable one). Who wrote an expression is not known
+    /// there (a superuser may have, before giving the table away), only whether it can run as
+    /// the subscription owner: the default of a column every applied row brings (`Received`)
+    /// never does, and is not judged.
+    TableOwners(&'a Received),
 }
+
+/// The columns whose values every row copied or applied here brings from the publisher: those
+/// the subscription's publications send (all of a table's, or its column list). A default of
+/// such a column is never evaluated by table sync or apply, which fill in only the columns a
+/// row lacks; a generated column's expression is, and is judged as ever. Parallel lists: the
+/// table (`schema.table`, quoted as `format('%I.%I')` writes it) and the column's name.
+#[derive(Default)]
+pub struct Received {
+    pub tables: Vec<String>,
+    pub columns: Vec<String>,
+}
+
+/// The OIDs of the pg_attrdef rows of columns in `$3`/`$4` (a [`Received`]) that are not
+/// generated: what the checks below leave out.
+pub(crate) const RECEIVED_DEFAULTS: &str = "
+        SELECT d.oid FROM pg_catalog.pg_attrdef d
+          JOIN pg_catalog.pg_attribute a
+            ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) d.adnum
+          JOIN ROWS FROM (pg_catalog.unnest($3::pg_catalog.text[]), pg_catalog.unnest($4::pg_catalog.text[]))
+               AS r (tab, col)
+            ON pg_catalog.to_regclass(r.tab) OPERATOR(pg_catalog.=) d.adrelid
+           AND a.attname OPERATOR(pg_catalog.=) r.col
+         WHERE a.attgenerated OPERATOR(pg_catalog.=) ''";
 
 /// Why the statement just run (in the subtransaction whose xid is `since`) must be undone, or
 /// `None`. Every name and operator below is qualified: the caller's search_path may be anyone's.
@@ -85,14 +111,16 @@ pub fn refusal(since: pg_sys::TransactionId) -> Option<String> {
 /// The code that the catalog rows written since the subtransaction `since` began attach to
 /// tables, and that would run with the subscription owner's rights during apply, as one line
 /// (each finding separated by `; `), or `None`. An error reading the catalogs is a finding.
-pub fn code_left_behind(since: pg_sys::TransactionId, author: Author) -> Option<String> {
+pub fn code_left_behind(since: pg_sys::TransactionId, author: Author<'_>) -> Option<String> {
     // xmin >= since, wraparound-safe: age() counts back from the transaction's own xid, and the
     // statement's rows are younger than anything before its subtransaction.
     // One row always (NULL when nothing is wrong): get_one reports an empty result as an error.
-    // $2: whether a trigger or rule counts only on a table that is not a superuser's.
+    // $2: whether a trigger or rule counts only on a table that is not a superuser's; $3, $4:
+    // the columns whose defaults are left out (`Received`).
     const QUERY: &str = "
         SELECT (SELECT pg_catalog.string_agg(reason, '; ' ORDER BY reason) FROM (
         WITH mine AS (SELECT pg_catalog.age($1::pg_catalog.text::pg_catalog.xid) AS age),
+        received_defaults AS (RECEIVED),
         not_superusers AS (
             SELECT c.oid FROM pg_catalog.pg_class c
               JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.relowner
@@ -142,18 +170,32 @@ it)' ELSE '' END)
           JOIN pg_catalog.pg_proc f ON f.oid OPERATOR(pg_catalog.=) c.fn
           JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.proowner
          WHERE NOT o.rolsuper
+           AND NOT (c.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                    AND c.objid IN (SELECT oid FROM received_defaults))
            AND c.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_constraint',
                    'pg_catalog.pg_attrdef', 'pg_catalog.pg_class',
                    'pg_catalog.pg_type', 'pg_catalog.pg_cast']::pg_catalog.regclass[])
         ) AS found (reason))";
-    let by_owner = matches!(author, Author::TableOwners);
+    let none = Received::default();
+    let (by_owner, received) = match author {
+        Author::NotSuperuser => (false, &none),
+        Author::TableOwners(received) => (true, received),
+    };
     let text = u32::from(since).to_string();
-    let mut found: Vec<String> =
-        match Spi::get_one_with_args::<String>(QUERY, &[text.as_str().into(), by_owner.into()]) {
-            Ok(found) => found.into_iter().collect(),
-            Err(e) => vec![format!("cannot check the code the statement attached: {e}")],
-        };
-    match caller_rights::findings(since, by_owner) {
+    let query = QUERY.replace("RECEIVED", RECEIVED_DEFAULTS);
+    let mut found: Vec<String> = match Spi::get_one_with_args::<String>(
+        &query,
+        &[
+            text.as_str().into(),
+            by_owner.into(),
+            received.tables.clone().into(),
+            received.columns.clone().into(),
+        ],
+    ) {
+        Ok(found) => found.into_iter().collect(),
+        Err(e) => vec![format!("cannot check the code the statement attached: {e}")],
+    };
+    match caller_rights::findings(since, by_owner, received) {
         Ok(calls) => found.extend(calls),
         Err(e) => found.push(format!(
             "cannot check the functions its expressions call: {e}"

@@ -17,6 +17,7 @@
 //! - for `nextval`, `currval` and `setval`: called on a constant sequence (what
 //!   `DEFAULT nextval('s')` stores) that the role may use (USAGE; UPDATE for `setval`).
 
+use crate::subscriber::apply_code::{Received, RECEIVED_DEFAULTS};
 use pgrx::prelude::*;
 use pgrx::spi::Spi;
 use pgrx::{PgList, PgMemoryContexts};
@@ -170,9 +171,13 @@ const SEQUENCE_FUNCTIONS: &[(&str, &str)] = &[
 /// What the expressions written since the subtransaction `since` began call that would act with
 /// the subscription owner's rights beyond those of the role each is judged for (the replaying
 /// role, or with `by_owner` the owner of the table or domain, superusers' skipped), one finding
-/// per entry.
-pub fn findings(since: pg_sys::TransactionId, by_owner: bool) -> Result<Vec<String>, String> {
-    let expressions = written_since(since, by_owner)?;
+/// per entry; the defaults of `received` columns, which never run here, left out.
+pub fn findings(
+    since: pg_sys::TransactionId,
+    by_owner: bool,
+    received: &Received,
+) -> Result<Vec<String>, String> {
+    let expressions = written_since(since, by_owner, received)?;
     if expressions.is_empty() {
         return Ok(Vec::new());
     }
@@ -202,10 +207,15 @@ struct Expression {
 
 /// The expressions whose catalog rows the statement wrote (their xmin is the subtransaction
 /// `since` or one below it; see [`crate::subscriber::apply_code::code_left_behind`]).
-fn written_since(since: pg_sys::TransactionId, by_owner: bool) -> Result<Vec<Expression>, String> {
+fn written_since(
+    since: pg_sys::TransactionId,
+    by_owner: bool,
+    received: &Received,
+) -> Result<Vec<Expression>, String> {
     // Every name and operator is qualified: the caller's search_path may be anyone's.
     const QUERY: &str = "
-        WITH mine AS (SELECT pg_catalog.age($1::pg_catalog.text::pg_catalog.xid) AS age)
+        WITH mine AS (SELECT pg_catalog.age($1::pg_catalog.text::pg_catalog.xid) AS age),
+        received_defaults AS (RECEIVED)
         SELECT e.what, e.tree, e.owner FROM (
             SELECT pg_catalog.pg_describe_object('pg_catalog.pg_constraint'::pg_catalog.regclass, c.oid, 0),
                    c.conbin::pg_catalog.text, COALESCE(r.relowner, t.typowner), c.xmin
@@ -218,6 +228,7 @@ fn written_since(since: pg_sys::TransactionId, by_owner: bool) -> Result<Vec<Exp
                    d.adbin::pg_catalog.text, r.relowner, d.xmin
               FROM pg_catalog.pg_attrdef d
               JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) d.adrelid
+             WHERE d.oid NOT IN (SELECT oid FROM received_defaults)
             UNION ALL
             SELECT pg_catalog.pg_describe_object('pg_catalog.pg_class'::pg_catalog.regclass, i.indexrelid, 0),
                    x.tree, r.relowner, i.xmin
@@ -241,9 +252,19 @@ fn written_since(since: pg_sys::TransactionId, by_owner: bool) -> Result<Vec<Exp
           AND NOT ($2 AND EXISTS (SELECT FROM pg_catalog.pg_roles o
                                    WHERE o.oid OPERATOR(pg_catalog.=) e.owner AND o.rolsuper))";
     let since = u32::from(since).to_string();
+    let query = QUERY.replace("RECEIVED", RECEIVED_DEFAULTS);
     Spi::connect(|client| {
         let rows = client
-            .select(QUERY, None, &[since.as_str().into(), by_owner.into()])
+            .select(
+                &query,
+                None,
+                &[
+                    since.as_str().into(),
+                    by_owner.into(),
+                    received.tables.clone().into(),
+                    received.columns.clone().into(),
+                ],
+            )
             .map_err(|e| e.to_string())?;
         let mut found = Vec::new();
         for row in rows {

@@ -5,6 +5,7 @@ use pgrx::prelude::*;
 
 #[pg_schema]
 mod tests {
+    use crate::subscriber::apply_code::Received;
     use crate::subscriber::caller_rights::findings;
     use pgrx::prelude::*;
 
@@ -23,7 +24,7 @@ mod tests {
         // SAFETY: assigns the test transaction's xid, which every row below carries.
         let since = unsafe { pg_sys::GetCurrentTransactionId() };
         Spi::run(sql).expect(sql);
-        let found = findings(since, false).expect("checked");
+        let found = findings(since, false, &Received::default()).expect("checked");
         Spi::run("RESET ROLE").expect("reset role");
         found
     }
@@ -122,9 +123,44 @@ mod tests {
         .expect("set up");
         // SAFETY: the test transaction's xid, which every row above carries.
         let since = unsafe { pg_sys::GetCurrentTransactionId() };
-        let found = findings(since, true).expect("checked");
+        let found = findings(since, true, &Received::default()).expect("checked");
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].contains("t_theirs"), "{found:?}");
+    }
+
+    #[pg_test]
+    fn by_owner_leaves_out_the_defaults_of_received_columns_but_not_generated_ones() {
+        Spi::run(
+            "CREATE ROLE ddl_sync_t_app;
+             CREATE SEQUENCE public.t_su_seq;
+             CREATE TABLE public.t_given (id bigint DEFAULT pg_catalog.nextval('public.t_su_seq'),
+                 local bigint DEFAULT pg_catalog.nextval('public.t_su_seq'),
+                 g bigint GENERATED ALWAYS AS (pg_catalog.abs(id)) STORED,
+                 q text GENERATED ALWAYS AS (pg_catalog.query_to_xml('SELECT 1', false, false, '')::text) STORED);
+             ALTER TABLE public.t_given OWNER TO ddl_sync_t_app",
+        )
+        .expect("set up");
+        // SAFETY: the test transaction's xid, which every row above carries.
+        let since = unsafe { pg_sys::GetCurrentTransactionId() };
+        // Every column but `local` comes with each row: only `local`'s default can run here,
+        // and a generated column's expression always does.
+        let received = Received {
+            tables: vec!["public.t_given".into(); 3],
+            columns: vec!["id".into(), "g".into(), "q".into()],
+        };
+        let found = findings(since, true, &received).expect("checked");
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found.iter().any(|f| f.contains("local")
+                || f.contains("t_su_seq, which role ddl_sync_t_app may not (USAGE)")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|f| f.contains("query_to_xml")),
+            "{found:?}"
+        );
+        let all = findings(since, true, &Received::default()).expect("checked");
+        assert_eq!(all.len(), 3, "{all:?}");
     }
 
     #[pg_test]

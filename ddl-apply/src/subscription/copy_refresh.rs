@@ -226,7 +226,8 @@ fn copy_missing_tables(
         .filter(|(schema, name, _)| made.sequences.iter().any(|(s, n)| s == schema && n == name))
         .collect();
     let runs_as_owner = crate::subscriber::apply_code::subscription_runs_as_owner(subid);
-    let moved = copy_schema::make(&made, runs_as_owner, &sequences, &step)
+    let received = copy_schema::received_columns(&publisher, publications);
+    let moved = copy_schema::make(&made, runs_as_owner, &received, &sequences, &step)
         .unwrap_or_else(|code| copy_schema::refuse_code(name, None, &code));
     Some(Copied {
         start_lsn: None,

@@ -37,7 +37,7 @@
 use super::dump::{self, Dump};
 use crate::privilege::AsCatalogOwner;
 use crate::subscriber::activity::Activity;
-use crate::subscriber::apply_code::{self, Author};
+use crate::subscriber::apply_code::{self, Author, Received};
 use crate::subscription::connection::Publisher;
 use ddl_server::errors::OrInternal;
 use ddl_server::xact::in_subtransaction;
@@ -57,6 +57,8 @@ pub(super) struct Plan<'a> {
     pub failover: bool,
     /// Whether the subscription will apply rows as its owner (see `apply_code`).
     pub runs_as_owner: bool,
+    /// The publications it subscribes to.
+    pub publications: &'a [String],
 }
 
 /// What a copy did, for `ddl_sync.schema_copies` (which says when: from the start of the
@@ -239,9 +241,10 @@ fn copy_in_snapshot(
     );
     // The snapshot is no longer needed: the connection may run queries again.
     let sequences = super::sequences::publisher_values(publisher);
+    let received = received_columns(publisher, plan.publications);
     let local = has_objects_of_its_own().then(|| local_dump(step));
     let missing = missing_here(&published, local.as_ref(), |_| Take::Strict);
-    let moved = make(&missing, plan.runs_as_owner, &sequences, step)?;
+    let moved = make(&missing, plan.runs_as_owner, &received, &sequences, step)?;
     Ok(Copied {
         start_lsn: None,
         made: missing.made,
@@ -253,11 +256,13 @@ fn copy_in_snapshot(
 
 /// Runs `missing`'s script here; where rows are applied as the subscription owner
 /// (`runs_as_owner`), `Err` with the code it attached that would run with the owner's rights
-/// (the caller undoes the script). Then moves `sequences` (schema, name, the publisher's
-/// value) up to the publisher's values; how many it moved.
+/// (the caller undoes the script; the defaults of `received` columns never run). Then moves
+/// `sequences` (schema, name, the publisher's value) up to the publisher's values; how many it
+/// moved.
 pub(super) fn make(
     missing: &Missing,
     runs_as_owner: bool,
+    received: &Received,
     sequences: &[(String, String, i64)],
     step: &dyn Fn(&str),
 ) -> Result<usize, String> {
@@ -272,7 +277,7 @@ pub(super) fn make(
     run_script(&missing.script);
     if runs_as_owner {
         step("checking the code the schema attaches to tables");
-        if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners) {
+        if let Some(code) = apply_code::code_left_behind(since, Author::TableOwners(received)) {
             return Err(code);
         }
     }
@@ -284,6 +289,38 @@ pub(super) fn make(
         .iter()
         .filter_map(|(schema, name, value)| super::sequences::move_up(schema, name, *value))
         .count())
+}
+
+/// The columns of `publications`' tables that the publisher sends with every row (all of a
+/// table's, or its column list: `pg_publication_tables.attnames`), as [`Received`]. None when
+/// that cannot be read: every default is then judged.
+pub(super) fn received_columns(publisher: &Publisher, publications: &[String]) -> Received {
+    let names: Vec<String> = publications
+        .iter()
+        .map(|p| super::connection::literal(p))
+        .collect();
+    if names.is_empty() {
+        return Received::default();
+    }
+    let rows = publisher.rows(
+        &format!(
+            "SELECT DISTINCT pg_catalog.format('%I.%I', t.schemaname, t.tablename),
+                    c.attname::pg_catalog.text
+               FROM pg_catalog.pg_publication_tables t,
+                    pg_catalog.unnest(t.attnames) AS c (attname)
+              WHERE t.pubname OPERATOR(pg_catalog.=) ANY (ARRAY[{}]::pg_catalog.name[])",
+            names.join(", ")
+        ),
+        2,
+    );
+    let mut received = Received::default();
+    for row in rows.unwrap_or_default() {
+        if let [Some(table), Some(column)] = row.as_slice() {
+            received.tables.push(table.clone());
+            received.columns.push(column.clone());
+        }
+    }
+    received
 }
 
 /// pg_dump dumps servers of its own major version and older ones only: a newer publisher is an

@@ -209,6 +209,7 @@ unsafe fn copy_schema_first(
             slot: &create.slot_name,
             failover: create.failover,
             runs_as_owner: create.runs_as_owner,
+            publications: &create.publications,
         })
     });
     create.copied = Some(copied);
