@@ -133,10 +133,13 @@ mod tests {
         Spi::run(
             "CREATE ROLE ddl_sync_t_app;
              CREATE SEQUENCE public.t_su_seq;
+             CREATE FUNCTION public.t_secret(bigint) RETURNS bigint IMMUTABLE LANGUAGE sql
+                 AS 'SELECT $1';
+             REVOKE EXECUTE ON FUNCTION public.t_secret(bigint) FROM PUBLIC;
              CREATE TABLE public.t_given (id bigint DEFAULT pg_catalog.nextval('public.t_su_seq'),
                  local bigint DEFAULT pg_catalog.nextval('public.t_su_seq'),
                  g bigint GENERATED ALWAYS AS (pg_catalog.abs(id)) STORED,
-                 q text GENERATED ALWAYS AS (pg_catalog.query_to_xml('SELECT 1', false, false, '')::text) STORED);
+                 q bigint GENERATED ALWAYS AS (public.t_secret(id)) STORED);
              ALTER TABLE public.t_given OWNER TO ddl_sync_t_app",
         )
         .expect("set up");
@@ -150,13 +153,19 @@ mod tests {
         };
         let found = findings(since, true, &received).expect("checked");
         assert_eq!(found.len(), 2, "{found:?}");
+        let has = |a: &str, b: &str| found.iter().any(|f| f.contains(a) && f.contains(b));
         assert!(
-            found.iter().any(|f| f.contains("local")
-                || f.contains("t_su_seq, which role ddl_sync_t_app may not (USAGE)")),
+            has(
+                "column local",
+                "t_su_seq, which role ddl_sync_t_app may not (USAGE)"
+            ),
             "{found:?}"
         );
         assert!(
-            found.iter().any(|f| f.contains("query_to_xml")),
+            has(
+                "column q",
+                "t_secret(bigint), which role ddl_sync_t_app may not execute"
+            ),
             "{found:?}"
         );
         let all = findings(since, true, &Received::default()).expect("checked");
