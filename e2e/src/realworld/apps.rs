@@ -264,14 +264,11 @@ fn glewlwyd(r: &mut Registries) -> Result<History, String> {
 }
 
 fn tt_rss(r: &mut Registries) -> Result<History, String> {
-    let package = r.deb("bookworm", "tt-rss")?;
-    let steps = vec![step(
+    install_only(
+        r,
         "tt-rss",
-        &package,
-        "install",
-        &package.file("usr/share/tt-rss/schema/ttrss_schema_pgsql.sql")?,
-    )?];
-    Ok(history(&[&package], "tt-rss", &[], steps))
+        "usr/share/tt-rss/schema/ttrss_schema_pgsql.sql",
+    )
 }
 
 fn kamailio(r: &mut Registries) -> Result<History, String> {
@@ -296,14 +293,19 @@ fn kamailio(r: &mut Registries) -> Result<History, String> {
 }
 
 fn icinga2_ido(r: &mut Registries) -> Result<History, String> {
-    let package = r.deb("bookworm", "icinga2-ido-pgsql")?;
-    let steps = vec![step(
+    install_only(
+        r,
         "icinga2-ido-pgsql",
-        &package,
-        "install",
-        &package.file("usr/share/icinga2-ido-pgsql/schema/pgsql.sql")?,
-    )?];
-    Ok(history(&[&package], "icinga2-ido-pgsql", &[], steps))
+        "usr/share/icinga2-ido-pgsql/schema/pgsql.sql",
+    )
+}
+
+/// The install script at `path` of Debian 12's `package`, alone: its packages ship no chain of
+/// upgrade scripts from a whole schema.
+fn install_only(r: &mut Registries, package: &str, path: &str) -> Result<History, String> {
+    let unpacked = r.deb("bookworm", package)?;
+    let steps = vec![step(package, &unpacked, "install", &unpacked.file(path)?)?];
+    Ok(history(&[&unpacked], package, &[], steps))
 }
 
 fn procrastinate(r: &mut Registries) -> Result<History, String> {
