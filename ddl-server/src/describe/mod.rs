@@ -50,6 +50,13 @@ pub fn statement(
         // SAFETY: the caller's promise.
         return Ok(unsafe { dropped(kind, identity) });
     }
+    // SAFETY: the caller's promise.
+    if let Some(object) = unsafe { plain_table(action, kind, identity, renamed_from) } {
+        return Ok(Some(Description {
+            version: DESCRIPTION_VERSION,
+            objects: vec![object],
+        }));
+    }
     guarded(|| {
         // SAFETY: the caller's promise.
         let mut object = unsafe { described(action, kind, identity) }?;
@@ -173,6 +180,39 @@ unsafe fn dropped(kind: &str, identity: &str) -> Option<Description> {
             ..Default::default()
         }],
     })
+}
+
+/// The description of a statement on a table that has nothing PostgreSQL's deparsing writes
+/// ([`relation::is_plain_table`]), made without the subtransaction and the settings: names,
+/// types and flags, read from the relation cache and the catalogs, which no setting changes
+/// and which raise no ERROR for what the statement just made. `None` for any other object,
+/// which [`statement`] describes in full.
+///
+/// # Safety
+/// In a transaction whose catalogs are those after the statement.
+unsafe fn plain_table(
+    action: Action,
+    kind: &str,
+    identity: &str,
+    renamed_from: &str,
+) -> Option<ObjectDescription> {
+    if kind != "table" {
+        return None;
+    }
+    // SAFETY: the caller's promise; lookups by name that raise no ERROR.
+    let object::Found::Relation(relid) = (unsafe { object::find(kind, identity) })? else {
+        return None;
+    };
+    // SAFETY: as above.
+    if !unsafe { relation::is_plain_table(relid) } {
+        return None;
+    }
+    // SAFETY: as above.
+    let mut object = unsafe { relation::described(relid, action) }?;
+    if !renamed_from.is_empty() {
+        say_renamed(&mut object, identity, renamed_from);
+    }
+    Some(object)
 }
 
 /// The object of `kind` a statement with `action` (not a drop) named by `identity`.

@@ -320,17 +320,13 @@ unsafe fn domain(
 ) -> String {
     // SAFETY: the caller's promise; catalog lookups.
     unsafe {
-        let mut definition = utf8_ptr(pg_sys::format_type_with_typemod(
-            row.typbasetype,
-            row.typtypmod,
-        ));
+        let mut definition = relation::type_name(row.typbasetype, row.typtypmod);
         if row.typcollation != pg_sys::InvalidOid
             && row.typcollation != pg_sys::get_typcollation(row.typbasetype)
         {
-            definition.push_str(&format!(
-                " COLLATE {}",
-                utf8_ptr(pg_sys::generate_collation_name(row.typcollation))
-            ));
+            if let Some(collation) = relation::collation_name(row.typcollation) {
+                definition.push_str(&format!(" COLLATE {collation}"));
+            }
         }
         if row.typnotnull {
             definition.push_str(" NOT NULL");

@@ -182,10 +182,11 @@ pub(super) unsafe fn columns(rel: pg_sys::Relation, relid: pg_sys::Oid) -> Vec<C
             unsafe {
                 ColumnDescription {
                     name: utf8_ptr(a.attname.data.as_ptr()),
-                    type_name: utf8_ptr(pg_sys::format_type_with_typemod(a.atttypid, a.atttypmod)),
+                    type_name: type_name(a.atttypid, a.atttypmod),
                     collation: (a.attcollation != pg_sys::InvalidOid
                         && a.attcollation != pg_sys::get_typcollation(a.atttypid))
-                    .then(|| utf8_ptr(pg_sys::generate_collation_name(a.attcollation))),
+                    .then(|| collation_name(a.attcollation))
+                    .flatten(),
                     not_null: a.attnotnull,
                     default: expression.clone().filter(|_| generated.is_none()),
                     identity: match a.attidentity as u8 {
@@ -201,6 +202,112 @@ pub(super) unsafe fn columns(rel: pg_sys::Relation, relid: pg_sys::Oid) -> Vec<C
             }
         })
         .collect()
+}
+
+/// Type `typid` with `typmod`, as `format_type_with_typemod` writes it under `search_path =
+/// pg_catalog` whatever the search_path is: a type of `pg_catalog` unqualified (or by its SQL
+/// name, `integer`), any other schema-qualified.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn type_name(typid: pg_sys::Oid, typmod: i32) -> String {
+    // SAFETY: the caller's promise; a catalog cache lookup, the result a new server string.
+    let qualified = unsafe {
+        utf8_ptr(pg_sys::format_type_extended(
+            typid,
+            typmod,
+            (pg_sys::FORMAT_TYPE_TYPEMOD_GIVEN | pg_sys::FORMAT_TYPE_FORCE_QUALIFY) as u16,
+        ))
+    };
+    match qualified.strip_prefix("pg_catalog.") {
+        Some(name) => name.to_string(),
+        None => qualified,
+    }
+}
+
+/// Collation `collid` as `generate_collation_name` writes it under `search_path = pg_catalog`
+/// whatever the search_path is: one of `pg_catalog` unqualified, any other qualified; `None`
+/// for one that is gone.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: the caller's promise; catalog cache lookups (NULL when gone), the row released.
+    unsafe {
+        let cache = versions::syscache(pg_sys::SysCacheIdentifier::COLLOID);
+        let tuple = pg_sys::SearchSysCache1(cache, collid.into());
+        if tuple.is_null() {
+            return None;
+        }
+        let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_collation>(tuple);
+        let name = crate::text::quote_identifier(&utf8_ptr(row.collname.data.as_ptr()));
+        let schema = (row.collnamespace != pg_sys::Oid::from(pg_sys::PG_CATALOG_NAMESPACE))
+            .then(|| pg_sys::get_namespace_name(row.collnamespace));
+        pg_sys::ReleaseSysCache(tuple);
+        Some(match schema {
+            None => name,
+            Some(schema) if schema.is_null() => return None,
+            Some(schema) => format!(
+                "{}.{name}",
+                crate::text::quote_identifier(&utf8_ptr(schema))
+            ),
+        })
+    }
+}
+
+/// Whether table `relid` has nothing that PostgreSQL's deparsing writes (a default or
+/// generated column, a CHECK, an index and so a key, a foreign key, a trigger, a rule, a
+/// policy, row security, partitioning): then describing it reads names and flags only,
+/// which no setting changes, and needs neither the settings nor the subtransaction that
+/// deparsing is done in (they cost more than the description). A view, a materialized view,
+/// a sequence is never plain.
+///
+/// # Safety
+/// In a transaction.
+pub(super) unsafe fn is_plain_table(relid: pg_sys::Oid) -> bool {
+    // SAFETY: the caller's promise; the open relation's descriptor, pg_class row and relcache
+    // lists (copies of ours).
+    let flags_say_plain = unsafe {
+        relcache::with_relation(relid, |rel| {
+            let class = &*(*rel).rd_rel;
+            let constr = (*(*rel).rd_att).constr;
+            // A generated column's expression is kept with the defaults.
+            let expressions =
+                !constr.is_null() && ((*constr).num_defval > 0 || (*constr).num_check > 0);
+            let indexes =
+                !PgList::<pg_sys::Oid>::from_pg(pg_sys::RelationGetIndexList(rel)).is_empty();
+            let foreign_keys =
+                !PgList::<pg_sys::ForeignKeyCacheInfo>::from_pg(pg_sys::RelationGetFKeyList(rel))
+                    .is_empty();
+            class.relkind as u8 == pg_sys::RELKIND_RELATION
+                && !class.relispartition
+                && !class.relhastriggers
+                && !class.relhasrules
+                && !class.relrowsecurity
+                && !expressions
+                && !indexes
+                && !foreign_keys
+        })
+        .unwrap_or(false)
+    };
+    // Policies may exist while row security is off: none may.
+    // SAFETY: the caller's promise: pg_policy by polrelid, nothing deparsed.
+    flags_say_plain
+        && unsafe {
+            parts_of(
+                pg_sys::PolicyRelationId,
+                pg_sys::PolicyPolrelidPolnameIndexId,
+                pg_sys::Anum_pg_policy_polrelid,
+                relid,
+                |_, _| {
+                    Some(Part {
+                        name: String::new(),
+                        definition: String::new(),
+                    })
+                },
+            )
+        }
+        .is_empty()
 }
 
 /// The constraints of `relid` (a table, or with `by_type` a domain) other than NOT NULL (a
