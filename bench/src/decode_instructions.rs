@@ -418,22 +418,22 @@ fn section(machine: &Machine, server: &str, transactions: u32, counted: &[Counte
          - Method: one cluster (`ddl_pgoutput` preloaded, autovacuum off, `CREATE EXTENSION \
            ddl_sync`, a publication `FOR ALL TABLES WITH (ddl = 'all')`, `pgbench -i -s \
            {PGBENCH_SCALE}`). Per workload four slots (K and 2K for each plugin), then pgbench \
-           twice ({transactions} transactions each, {CLIENTS} clients; `plain` is `-b \
-           tpcb-like`, `ddl` is `-b tpcb-like@{tpcb} -f ddl.sql@{DDL_PERCENT}` with the \
-           `decode` benchmark's `COMMENT` statement, which is not described, `described` the \
-           same with `ALTER TABLE pgbench_branches ALTER COLUMN filler SET DEFAULT 'bench :n'`, \
-           whose table the plugin describes for the event's `description`), each followed by a transactional \
-           message that neither plugin sends. The cluster is restarted under callgrind and \
-           every slot decoded in its own session by `pg_logical_slot_get_binary_changes(slot, \
-           end, NULL, 'proto_version', '1', 'publication_names', 'bench')`: the K slots to the \
-           end of the first run, the 2K slots to the end of the second. The plugins' callbacks \
-           are those a walsender runs; a walsender's own loop, though, waits for its client, \
-           and how often depends on timing: its counts vary by a few percent between runs of \
-           the same WAL, more than what is measured. Each backend's count when it exits, 2K \
-           less K: the decoding of the second run alone, without the session, the plugin's \
-           startup and the initial snapshot, which both share. The counts are what the backend executes in user space. Without DDL \
-           the plugins must write the same messages and bytes (checked). Before the counted \
-           sessions, one session per plugin decodes the first run without consuming it, so \
+           twice ({transactions} transactions each, {CLIENTS} clients; `plain` is `-b tpcb-like`, \
+           `ddl` is `-b tpcb-like@{tpcb} -f ddl.sql@{DDL_PERCENT}` with the `decode` benchmark's \
+           `COMMENT` statement, which is not described, `described` the same with `ALTER TABLE \
+           pgbench_branches ALTER COLUMN filler SET DEFAULT 'bench :n'`, whose record carries its \
+           table's description, made by the capture), each followed by a transactional message \
+           that neither plugin sends. The cluster is restarted under callgrind and every slot \
+           decoded in its own session by `pg_logical_slot_get_binary_changes(slot, end, NULL, \
+           'proto_version', '1', 'publication_names', 'bench')`: the K slots to the end of the \
+           first run, the 2K slots to the end of the second. The plugins' callbacks are those a \
+           walsender runs; a walsender's own loop, though, waits for its client, and how often \
+           depends on timing: its counts vary by a few percent between runs of the same WAL, more \
+           than what is measured. Each backend's count when it exits, 2K less K: the decoding of \
+           the second run alone, without the session, the plugin's startup and the initial \
+           snapshot, which both share. The counts are what the backend executes in user space. \
+           Without DDL the plugins must write the same messages and bytes (checked). Before the \
+           counted sessions, one session per plugin decodes the first run without consuming it, so \
            that every counted session finds the catalog pages it reads in shared buffers.\n\n\
          | workload | transactions | of which DDL | messages (pgoutput / ddl_pgoutput) | \
          bytes | pgoutput instructions | ddl_pgoutput instructions | ratio |\n\

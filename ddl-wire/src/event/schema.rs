@@ -128,9 +128,9 @@ event_schema! {
     /// sealed record: the plugin fills it for its own session's publications, as of the
     /// statement. `None` from an older publisher.
     sent_generated_columns: Option<&'a str> = "sent_generated_columns";
-    /// What the statement made, as JSON ([`crate::Description`]): the plugin describes the
-    /// statement's objects from the catalogs as of the statement, and a subscriber compares
-    /// what its replay made. `None` for a kind not described yet, or from an older publisher.
+    /// What the statement made, as JSON ([`crate::Description`]): the record's, made by the
+    /// capture from the catalogs right after the statement, and a subscriber compares what its
+    /// replay made. `None` for a kind not described yet, or from an older publisher.
     description: Option<&'a str> = "description";
 }
 
