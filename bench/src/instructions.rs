@@ -242,6 +242,8 @@ fn measure(config: &Config, scripts: u32) -> Result<Measured> {
             config.name.replace([' ', ','], "-")
         ))
         .conf("autovacuum", "off")
+        // As in the `capture` benchmark: its table has no key.
+        .conf("ddl_sync.keyless_tables", "native")
         .shared_preload_libraries(config.preload);
     let mut pg = builder.build().map_err(|e| e.to_string())?;
     let server = sql(&pg, "SELECT version()")?;

@@ -64,3 +64,17 @@ CREATE TRIGGER publication_sync_is_node_local
     BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.publication_sync
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.publication_sync ENABLE REPLICA TRIGGER publication_sync_is_node_local;
+
+-- The tables whose REPLICA IDENTITY FULL the capture set because they had no key and a
+-- publication publishes their updates and deletes (ddl_sync.keyless_tables = 'full',
+-- ddl-capture's keyless.rs): it sets DEFAULT again once they have a primary key, and leaves
+-- alone every FULL a user chose. Written and deleted by the capture as catalog rows (the
+-- statement's role may not write here); each node's own, like publication_sync.
+CREATE TABLE ddl_sync.keyless_identity (
+    relid oid PRIMARY KEY
+);
+REVOKE ALL ON ddl_sync.keyless_identity FROM PUBLIC;
+CREATE TRIGGER keyless_identity_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.keyless_identity
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.keyless_identity ENABLE REPLICA TRIGGER keyless_identity_is_node_local;

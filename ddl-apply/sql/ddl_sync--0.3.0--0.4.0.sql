@@ -8,7 +8,8 @@
 -- event says which tables its statement left on the publisher, and a subscriber makes those the
 -- statement did not make here (src/replay/tables.rs); a table created here is registered in the
 -- subscriptions to this node's peers (src/subscription/peers.rs); each event says which node's
--- capture sealed it and which stored generated columns the stream that carried it sends.
+-- capture sealed it and which stored generated columns the stream that carried it sends; the
+-- tables the capture gave REPLICA IDENTITY FULL because they had no key.
 \echo Use "ALTER EXTENSION ddl_sync UPDATE" to load this file. \quit
 
 CREATE TABLE ddl_sync.event_resolution (
@@ -406,3 +407,13 @@ LANGUAGE internal STRICT STABLE PARALLEL RESTRICTED ROWS 100
 AS 'pg_event_trigger_dropped_objects';
 REVOKE ALL ON FUNCTION ddl_sync.ddl_commands() FROM PUBLIC;
 REVOKE ALL ON FUNCTION ddl_sync.dropped_objects() FROM PUBLIC;
+
+-- The tables whose REPLICA IDENTITY FULL the capture set (ddl_sync.keyless_tables = 'full').
+CREATE TABLE ddl_sync.keyless_identity (
+    relid oid PRIMARY KEY
+);
+REVOKE ALL ON ddl_sync.keyless_identity FROM PUBLIC;
+CREATE TRIGGER keyless_identity_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.keyless_identity
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.keyless_identity ENABLE REPLICA TRIGGER keyless_identity_is_node_local;

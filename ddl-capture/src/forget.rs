@@ -1,7 +1,8 @@
 //! Rows follow what they are about: when a publication, schema, relation or object is dropped,
 //! its `publication_sync` rows go with it, in the same transaction; so does the SQL adapter
 //! (`ddl_sync.adapter`) of a dropped function, whose dialect is then replayed by the C or
-//! built-in adapter again.
+//! built-in adapter again, and the `ddl_sync.keyless_identity` row of a dropped table
+//! (`keyless.rs`).
 //!
 //! Done here, in the `sql_drop` event trigger that already reads the dropped objects, rather
 //! than by a PL/pgSQL trigger of its own: that one cost a SECURITY DEFINER call, two
@@ -33,8 +34,9 @@ pub fn refresh_event_triggers() {
     }
 }
 
-/// Whether `ddl_sync.adapter` has rows that a drop could be about (those of
-/// `publication_sync` the caller has read already). Cached until the table changes.
+/// Whether `ddl_sync.adapter` or `ddl_sync.keyless_identity` has rows that a drop could be
+/// about (those of `publication_sync` the caller has read already). Cached until one of the
+/// tables changes (each change invalidates all of them: `capture_config_changed`).
 ///
 /// # Safety
 /// Runs in a backend inside a transaction.
@@ -43,8 +45,13 @@ pub unsafe fn anything_to_forget() -> bool {
         static CACHED: invalidation::Cached<bool> = const { invalidation::Cached::new() };
     }
     // SAFETY: the caller's promise.
-    CACHED
-        .with(|cached| unsafe { cached.get(|| ddl_server::extension_tables::has_rows(c"adapter")) })
+    CACHED.with(|cached| unsafe {
+        cached.get(|| {
+            let (adapter, adapters) = ddl_server::extension_tables::has_rows(c"adapter");
+            let (_, tracked) = ddl_server::extension_tables::has_rows(c"keyless_identity");
+            (adapter, adapters || tracked)
+        })
+    })
 }
 
 /// Deletes the rows about `dropped` objects. `rules` are the rows of `publication_sync` the
@@ -79,6 +86,16 @@ pub unsafe fn forget(rules: &PublicationRules, dropped: &[Dropped]) {
     if !functions.is_empty() {
         // SAFETY: the caller's promise.
         unsafe { forget_adapters(&functions) };
+    }
+    let tables: Vec<pg_sys::Oid> = dropped
+        .iter()
+        .filter(|d| d.class_id == u32::from(pg_sys::RelationRelationId) && d.sub_id == 0)
+        .map(|d| pg_sys::Oid::from(d.object_id))
+        .collect();
+    // SAFETY: the caller's promise.
+    if !tables.is_empty() && unsafe { anything_to_forget() } {
+        // SAFETY: as above.
+        unsafe { crate::keyless::forget(|relid| tables.contains(&relid)) };
     }
     if DELETED.get() {
         // The capture's caches of both tables (no trigger fired to say so).

@@ -5,7 +5,7 @@
 //! reaches the client exactly as PostgreSQL raised it, position and CONTEXT included.
 
 use crate::statement::{self, Statement};
-use crate::{early, forget, plugin_allowed, publication, volatile};
+use crate::{early, forget, keyless, plugin_allowed, publication, volatile};
 use ddl_server::utility::{Before, UtilityCall};
 use pgrx::prelude::*;
 
@@ -16,6 +16,7 @@ use pgrx::prelude::*;
 /// Call once per process, from `_PG_init`.
 pub unsafe fn install() {
     volatile::define_setting();
+    keyless::define_setting();
     // SAFETY: the caller's promise: once per process, from `_PG_init`.
     unsafe {
         statement::forget_aborted_statements();
@@ -59,6 +60,7 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
         watch: None,
         captured: false,
         refills: Vec::new(),
+        keyless: keyless::Candidates::default(),
         pstmt: call.pstmt,
         request,
         // SAFETY: the statement's PlannedStmt, about to run in its transaction.
@@ -71,8 +73,9 @@ unsafe extern "C-unwind" fn before(call: *mut UtilityCall) -> Before {
     Before { depth, run }
 }
 
-/// After the statement: its refills (so that the rows follow its record in WAL), and the
-/// `ddl` option stored, or the publication checked.
+/// After the statement: its refills (so that the rows follow its record in WAL), the replica
+/// identity of the tables it left without a key, and the `ddl` option stored, or the
+/// publication checked.
 ///
 /// # Safety
 /// Called by the hook (see `ddl_server::process_utility_hook!`) once the statement has run,
@@ -95,6 +98,14 @@ unsafe extern "C-unwind" fn after(depth: usize) {
     });
     // SAFETY: in the hook after the statement, inside its transaction.
     unsafe { volatile::run_refills(std::mem::take(&mut s.refills)) };
+    // SAFETY: as above; the tree that ran, and what it made.
+    unsafe {
+        keyless::follow(
+            std::mem::take(&mut s.keyless),
+            s.pstmt,
+            &s.created_relations,
+        )
+    };
     forget::refresh_event_triggers();
     match s.request.take() {
         Some(request) => publication::store(&request),

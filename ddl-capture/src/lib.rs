@@ -26,6 +26,7 @@ mod emit;
 mod forget;
 mod hook;
 mod invalidation;
+mod keyless;
 mod objects;
 mod partition_bound;
 mod plugin_allowed;

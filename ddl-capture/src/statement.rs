@@ -71,6 +71,8 @@ pub struct Statement {
     pub captured: bool,
     /// Values to replicate as rows once it has run (see `volatile.rs`).
     pub refills: Vec<crate::volatile::Refill>,
+    /// Relations to give a replica identity once it has run (see `keyless.rs`).
+    pub keyless: crate::keyless::Candidates,
     /// The tree that runs (the hook's copy when it took the `ddl` option out).
     pub pstmt: *mut pg_sys::PlannedStmt,
     /// The `ddl` option of a CREATE/ALTER PUBLICATION, stored once the statement has run.

@@ -21,7 +21,8 @@
 use crate::rules::Verdict;
 use crate::statement::{self, Dropped, Statement};
 use crate::{
-    collection, direct, emit, forget, objects, partition_bound, rules, shape, stats, volatile,
+    collection, direct, emit, forget, keyless, objects, partition_bound, rules, shape, stats,
+    volatile,
 };
 use ddl_filter::{classify_object, Classification};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
@@ -236,6 +237,9 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
         // May refuse the statement, or plan the replication of its new values.
         // SAFETY: in the statement's trigger; the subcommands are its own.
         unsafe { volatile::check(pg_sys::Oid::from(target.object_id), &target.subcommands) };
+    }
+    if !forwarded {
+        keyless::consider(target);
     }
     let tables = match recorded.as_ref().and_then(|r| r.tables.clone()) {
         Some(tables) => tables,

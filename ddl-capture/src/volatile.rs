@@ -335,7 +335,7 @@ unsafe fn row_published(rel: pg_sys::Relation) -> bool {
 ///
 /// # Safety
 /// `rel` is an open relation; in a transaction.
-unsafe fn publication_actions(rel: pg_sys::Relation) -> pg_sys::PublicationActions {
+pub(crate) unsafe fn publication_actions(rel: pg_sys::Relation) -> pg_sys::PublicationActions {
     let mut desc = pg_sys::PublicationDesc::default();
     // SAFETY: the caller's promise; fills `desc`.
     unsafe { pg_sys::RelationBuildPublicationDesc(rel, &mut desc) };

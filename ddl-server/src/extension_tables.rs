@@ -62,17 +62,8 @@ pub unsafe fn scan(
         })
     };
     let Some(at) = columns.iter().map(position).collect::<Option<Vec<usize>>>() else {
-        // SAFETY: opened above, closed once before the ERROR.
-        unsafe { pg_sys::table_close(rel, lockmode) };
-        crate::errors::Error::new(
-            PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format_args!(
-                "ddl_sync.{} lacks a column this version reads",
-                table.to_string_lossy()
-            ),
-        )
-        .hint("Update the extension to this library's version: ALTER EXTENSION ddl_sync UPDATE.")
-        .raise();
+        // SAFETY: opened above, closed once, by the call.
+        unsafe { outdated(rel, lockmode, table, "lacks a column this version reads") };
     };
     let mut values = vec![pg_sys::Datum::from(0usize); natts];
     let mut nulls = vec![true; natts];
@@ -109,6 +100,62 @@ pub unsafe fn scan(
     relid
 }
 
+/// Adds the row of `values` (one per column, in order, none NULL) to `ddl_sync.<table>` as a
+/// catalog row: no trigger fires and no privilege is checked, so the caller decides who may.
+/// Nothing when the extension is not installed.
+///
+/// # Safety
+/// Runs in a backend inside a transaction; `values` are of the columns' types.
+pub unsafe fn insert(table: &CStr, values: &[pg_sys::Datum]) {
+    // SAFETY: the caller's promise.
+    let relid = unsafe { relid(table) };
+    if relid == pg_sys::InvalidOid {
+        return;
+    }
+    let lockmode = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+    // SAFETY: the relation exists (just looked up) and stays open until the close below.
+    let rel = unsafe { pg_sys::table_open(relid, lockmode) };
+    // SAFETY: `rel` is open: its descriptor.
+    let natts = unsafe { (*(*rel).rd_att).natts } as usize;
+    if natts != values.len() {
+        // SAFETY: opened above, closed once, by the call.
+        unsafe {
+            outdated(
+                rel,
+                lockmode,
+                table,
+                "has not the columns this version writes",
+            )
+        };
+    }
+    let mut values = values.to_vec();
+    let mut nulls = vec![false; natts];
+    // SAFETY: a tuple of `natts` values of the descriptor's types (the caller's promise),
+    // inserted with its index entries into the open, locked table, then closed.
+    unsafe {
+        let tuple = pg_sys::heap_form_tuple((*rel).rd_att, values.as_mut_ptr(), nulls.as_mut_ptr());
+        pg_sys::CatalogTupleInsert(rel, tuple);
+        pg_sys::heap_freetuple(tuple);
+        pg_sys::table_close(rel, lockmode);
+    }
+}
+
+/// Closes `rel` (`ddl_sync.<table>`, open in `lockmode`) and raises the ERROR of an extension
+/// older than the library: the table `is` not what this version expects.
+///
+/// # Safety
+/// `rel` is open, and not used again.
+unsafe fn outdated(rel: pg_sys::Relation, lockmode: pg_sys::LOCKMODE, table: &CStr, is: &str) -> ! {
+    // SAFETY: the caller's promise.
+    unsafe { pg_sys::table_close(rel, lockmode) };
+    crate::errors::Error::new(
+        PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format_args!("ddl_sync.{} {is}", table.to_string_lossy()),
+    )
+    .hint("Update the extension to this library's version: ALTER EXTENSION ddl_sync UPDATE.")
+    .raise()
+}
+
 /// The OID of `ddl_sync.<table>` and whether it has a row (InvalidOid and false when the
 /// extension is not installed), so that code running at every statement or event can skip a
 /// query that would find nothing.
@@ -124,7 +171,7 @@ pub unsafe fn has_rows(table: &CStr) -> (pg_sys::Oid, bool) {
 
 /// The tables whose rows decide what the capture does; it caches them (`ddl-capture`'s
 /// `invalidation` module) until [`capture_config_changed`] says otherwise.
-pub const CAPTURE_CONFIG: [&CStr; 2] = [c"publication_sync", c"adapter"];
+pub const CAPTURE_CONFIG: [&CStr; 3] = [c"publication_sync", c"adapter", c"keyless_identity"];
 
 /// Says that rows of the [`CAPTURE_CONFIG`] tables changed: a relcache invalidation of each,
 /// which this backend processes at its next command (or when the transaction rolls back) and

@@ -1213,7 +1213,8 @@ fn spoofed_keys(a: &mut Arena, out: &mut Vec<Outcome>) {
         a.subscriber(),
         "SELECT coalesce((SELECT apply_status || ' ' || origin_sysid || ' ' || origin_lsn || ' '
                                  || forwarded
-                            FROM ddl_sync.events WHERE object_identity = 'public.m_origin'),
+                            FROM ddl_sync.events WHERE object_identity = 'public.m_origin'
+                             AND command_tag = 'CREATE TABLE'),
                          'no row')",
     );
     let origin = row.split(' ').collect::<Vec<_>>();

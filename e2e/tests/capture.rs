@@ -6,8 +6,21 @@ use ddl_e2e::{
 };
 use ddl_wire::{DdlRecord, Message, ProtocolContext, Streaming};
 
-fn setup(name: &str, ddl: &str) -> ddl_testkit::Cluster {
+/// A publisher whose tables without a key stay as PostgreSQL leaves them: what these tests
+/// count is the capture's one record per statement, and the follow-up such a table gets is a
+/// statement of its own (tests/keyless.rs).
+fn capture_publisher(name: &str) -> ddl_testkit::Cluster {
     let pg = ddl_publisher(name);
+    pg.psql(
+        "postgres",
+        "ALTER DATABASE postgres SET ddl_sync.keyless_tables = native",
+    )
+    .expect("setting");
+    pg
+}
+
+fn setup(name: &str, ddl: &str) -> ddl_testkit::Cluster {
+    let pg = capture_publisher(name);
     pg.psql(
         "postgres",
         &format!(
@@ -177,7 +190,7 @@ fn ddl_in_a_released_savepoint_arrives_before_the_parents_next_row() {
 
 #[test]
 fn bad_ddl_option_and_missing_extension_are_clear_errors() {
-    let pg = ddl_publisher("capture-errors");
+    let pg = capture_publisher("capture-errors");
     let err = pg
         .psql(
             "postgres",
@@ -229,7 +242,7 @@ fn a_corrupt_ddl_sync_message_is_skipped_with_a_warning() {
 
 #[test]
 fn ddl_option_adds_the_events_table_and_refuses_configurations_that_would_drop_events() {
-    let pg = ddl_publisher("capture-pubconfig");
+    let pg = capture_publisher("capture-pubconfig");
     pg.psql(
         "postgres",
         "CREATE TABLE a (id int PRIMARY KEY);
@@ -311,7 +324,7 @@ fn ddl_sync_messages(pg: &ddl_testkit::Cluster, slot: &str, publications: &str) 
 
 #[test]
 fn schema_and_regex_rules_give_each_publication_its_own_ddl() {
-    let pg = ddl_publisher("capture-rules");
+    let pg = capture_publisher("capture-rules");
     pg.psql(
         "postgres",
         "CREATE SCHEMA app;
@@ -588,7 +601,7 @@ fn a_drop_of_a_permanent_and_a_temporary_table_is_captured_in_either_order() {
 
 #[test]
 fn role_and_search_path_are_recorded() {
-    let pg = ddl_publisher("capture-role");
+    let pg = capture_publisher("capture-role");
     pg.psql(
         "postgres",
         "CREATE ROLE alice;
@@ -651,7 +664,7 @@ fn role_and_search_path_are_recorded() {
 
 #[test]
 fn no_wal_at_all_for_ddl_no_publication_asks_for() {
-    let pg = ddl_publisher("capture-no-wal");
+    let pg = capture_publisher("capture-no-wal");
     pg.psql(
         "postgres",
         "CREATE EXTENSION pg_walinspect;
@@ -719,7 +732,7 @@ fn the_pure_crates_log_through_the_server_log_at_its_levels() {
 /// the statements after it, in its own transaction too; dropping the last disables them.
 #[test]
 fn the_capture_fires_only_while_a_publication_takes_ddl() {
-    let pg = ddl_publisher("capture-follows");
+    let pg = capture_publisher("capture-follows");
     let states = || {
         pg.psql(
             "postgres",
@@ -772,7 +785,7 @@ fn the_capture_fires_only_while_a_publication_takes_ddl() {
 /// afterwards is what the next statement's record follows.
 #[test]
 fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
-    let pg = ddl_publisher("capture-cached");
+    let pg = capture_publisher("capture-cached");
     pg.psql(
         "postgres",
         "CREATE ROLE carol;
@@ -843,7 +856,7 @@ fn the_capture_follows_rules_roles_and_settings_changed_after_it_read_them() {
 /// call and when a later call in the same session decodes the same history again.
 #[test]
 fn the_plugin_reads_each_publications_rules_as_they_were_where_it_decodes() {
-    let pg = ddl_publisher("capture-plugin-rules");
+    let pg = capture_publisher("capture-plugin-rules");
     pg.psql(
         "postgres",
         "CREATE SCHEMA app;

@@ -19,7 +19,7 @@ const CRASH_AT: [usize; 4] = [10, 40, 75, 105];
 /// adds a column to it and fills that, and adds a column to `ledger` with a row using it.
 /// Returns the script and how many DDL statements it runs.
 fn stream() -> (String, usize) {
-    let mut sql = String::from("CREATE TABLE ledger (round int NOT NULL);\n");
+    let mut sql = String::from("CREATE TABLE ledger (round int PRIMARY KEY);\n");
     let mut ddl = 1;
     for i in 1..=ROUNDS {
         sql.push_str(&format!(

@@ -57,7 +57,7 @@ fn tablespaces_only_the_publisher_has_are_left_out_and_said_so() {
              TABLESPACE publisher_only;
          INSERT INTO placed VALUES (1);
          CREATE INDEX placed_a ON placed (a) TABLESPACE publisher_only;
-         CREATE TABLE shared (a int) TABLESPACE both_nodes;
+         CREATE TABLE shared (a int PRIMARY KEY) TABLESPACE both_nodes;
          ALTER TABLE shared SET TABLESPACE publisher_only;
          ALTER TABLE ALL IN TABLESPACE publisher_only SET TABLESPACE pg_default;
          INSERT INTO placed VALUES (2);",
@@ -114,8 +114,10 @@ fn create_table_as_travels_as_the_table_it_made() {
     assert_eq!(
         sql,
         "applied CREATE TABLE: CREATE TABLE public.from_prepared (a integer, b character varying(5), c pg_catalog.text COLLATE \"C\", \"numeric\" numeric(4,1))\n\
+         applied ALTER TABLE: ALTER TABLE public.from_prepared REPLICA IDENTITY FULL\n\
          applied CREATE TABLE: CREATE UNLOGGED TABLE public.from_select (n bigint, m timestamp with time zone) WITH (fillfactor = '70')\n\
-         applied CREATE TABLE: CREATE TABLE public.from_select_into (z pg_catalog.text)"
+         applied CREATE TABLE: CREATE TABLE public.from_select_into (z pg_catalog.text)\n\
+         applied ALTER TABLE: ALTER TABLE public.from_select_into REPLICA IDENTITY FULL"
     );
     // The rows came by replication: those of the query, and the one inserted after.
     assert_eq!(
@@ -202,7 +204,8 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
     assert!(
         query(
             &subscriber,
-            "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.by_len_1'"
+            "SELECT sql FROM ddl_sync.apply_log
+              WHERE object_identity = 'public.by_len_1' AND command_tag = 'CREATE TABLE'"
         )
         .ends_with("FOR VALUES IN (1) /* ')) WITH (fillfactor = 10) -- */"),
         "the comment is carried as a comment"
@@ -210,7 +213,8 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
     assert_eq!(query(&subscriber, "SELECT note FROM events_new"), "now");
     let sql = query(
         &subscriber,
-        "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.events_old'",
+        "SELECT sql FROM ddl_sync.apply_log
+          WHERE object_identity = 'public.events_old' AND command_tag = 'CREATE TABLE'",
     );
     assert!(
         sql.starts_with("CREATE TABLE events_old PARTITION OF events_by_time\n             FOR VALUES FROM (MINVALUE) TO ('"),
@@ -220,7 +224,8 @@ fn partition_bounds_computed_on_the_publisher_travel_as_values() {
     assert_eq!(
         query(
             &subscriber,
-            "SELECT sql FROM ddl_sync.apply_log WHERE object_identity = 'public.by_text_1'"
+            "SELECT sql FROM ddl_sync.apply_log
+              WHERE object_identity = 'public.by_text_1' AND command_tag = 'CREATE TABLE'"
         ),
         "CREATE TABLE by_text_1 PARTITION OF by_text FOR VALUES IN ('a', 'b(')"
     );
