@@ -12,7 +12,7 @@
 -- subscription is created or enabled, and local DDL on them is refused while it is enabled.
 CREATE TABLE ddl_sync.subscription_ddl (
     subid oid PRIMARY KEY,
-    ddl int4 NOT NULL CHECK (ddl & ~2047 = 0),
+    ddl int4 NOT NULL CHECK (ddl & ~4095 = 0),
     conflict text NOT NULL DEFAULT 'error' CHECK (conflict IN ('error', 'skip')),
     rules text CHECK (rules <> ''),
     schema_mode text NOT NULL DEFAULT 'relaxed' CHECK (schema_mode IN ('strict', 'relaxed')),

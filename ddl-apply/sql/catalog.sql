@@ -36,7 +36,7 @@ CREATE TABLE ddl_sync.publication_sync (
         WHEN 'o' THEN pfsyncnspid = 0 AND pfsyncrelid <> 0 AND pfsyncobjid <> 0
     END),
     -- Bits 0..10: table .. extension (ddl-filter's DdlKinds; a stored format).
-    CONSTRAINT publication_sync_ddl_check CHECK ((pfsyncddl & ~2047) = 0),
+    CONSTRAINT publication_sync_ddl_check CHECK ((pfsyncddl & ~4095) = 0),
     -- NULL is the one spelling of "no rules".
     CONSTRAINT publication_sync_extra_check CHECK (pfsyncextra <> '')
 ) WITH (user_catalog_table = true);
@@ -60,7 +60,7 @@ COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncsubid IS
     'reserved for a sub-object (as pg_depend.objsubid); always 0';
 COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncenabled IS 'false: the row is ignored, as if absent';
 COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncddl IS
-    'DDL kinds mask: bit 0 table .. bit 10 extension (ddl_sync.format_ddl_kinds shows it in words)';
+    'DDL kinds mask: bit 0 table .. bit 10 extension, bit 11 foreign (ddl_sync.format_ddl_kinds shows it in words)';
 COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncextra IS
     'include/exclude rules in ddl-filter''s canonical text form, one per line; NULL for none';
 

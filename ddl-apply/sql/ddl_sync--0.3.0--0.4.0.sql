@@ -417,3 +417,13 @@ CREATE TRIGGER keyless_identity_is_node_local
     BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.keyless_identity
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.keyless_identity ENABLE REPLICA TRIGGER keyless_identity_is_node_local;
+
+-- Kind `foreign` (bit 11): foreign tables, for the publications and subscriptions that name it.
+ALTER TABLE ddl_sync.publication_sync
+    DROP CONSTRAINT publication_sync_ddl_check,
+    ADD CONSTRAINT publication_sync_ddl_check CHECK ((pfsyncddl & ~4095) = 0);
+COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncddl IS
+    'DDL kinds mask: bit 0 table .. bit 10 extension, bit 11 foreign (ddl_sync.format_ddl_kinds shows it in words)';
+ALTER TABLE ddl_sync.subscription_ddl
+    DROP CONSTRAINT subscription_ddl_ddl_check,
+    ADD CONSTRAINT subscription_ddl_ddl_check CHECK (ddl & ~4095 = 0);

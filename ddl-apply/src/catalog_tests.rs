@@ -148,7 +148,7 @@ pub(crate) mod tests {
             ))
         };
         assert_eq!(insert("(1, 'p', 0, 0, 0, 3)"), None);
-        assert_eq!(insert("(1, 'n', 2200, 0, 0, 2047)"), None);
+        assert_eq!(insert("(1, 'n', 2200, 0, 0, 4095)"), None);
         assert_eq!(insert("(1, 'r', 0, 1259, 0, 0)"), None);
         assert_eq!(insert("(1, 'o', 0, 1255, 1242, 1)"), None);
         assert_eq!(
@@ -167,7 +167,7 @@ pub(crate) mod tests {
             violates("publication_sync_pubid_check")
         );
         assert_eq!(
-            insert("(2, 'p', 0, 0, 0, 2048)"),
+            insert("(2, 'p', 0, 0, 0, 4096)"),
             violates("publication_sync_ddl_check")
         );
         assert_eq!(

@@ -37,8 +37,9 @@ pub enum NotReplicated {
     Replication,
     /// Event triggers: node-local hooks, often the tooling of replication or audit itself.
     EventTrigger,
-    /// Foreign-data wrappers, servers, user mappings (which hold credentials), foreign tables and
-    /// IMPORT FOREIGN SCHEMA: connections that belong to one node.
+    /// Foreign-data wrappers, servers and user mappings (which hold credentials): connections
+    /// that belong to one node. (Foreign tables are kind `foreign`, which only a `ddl` option
+    /// naming it takes.)
     ForeignData,
     /// Large objects: logical replication does not carry `pg_largeobject`, so there is nothing
     /// for their metadata to apply to.
@@ -250,11 +251,13 @@ fn tag_entry(tag: &str) -> Option<(Classification, Refine)> {
         | "DROP SERVER"
         | "CREATE USER MAPPING"
         | "ALTER USER MAPPING"
-        | "DROP USER MAPPING"
-        | "CREATE FOREIGN TABLE"
+        | "DROP USER MAPPING" => (not(N::ForeignData), Never),
+        // Made the same way on a node whose server of that name leads to the same data (the
+        // user's promise in opting in); IMPORT FOREIGN SCHEMA asks that node's server.
+        "CREATE FOREIGN TABLE"
         | "ALTER FOREIGN TABLE"
         | "DROP FOREIGN TABLE"
-        | "IMPORT FOREIGN SCHEMA" => (not(N::ForeignData), Never),
+        | "IMPORT FOREIGN SCHEMA" => (R(K::Foreign), Never),
         "ALTER LARGE OBJECT" => (not(N::LargeObject), Never),
         "SELECT"
         | "SELECT FOR KEY SHARE"
@@ -319,7 +322,7 @@ fn relation(object_type: &str) -> Option<Classification> {
         "sequence" => R(K::Sequence),
         "view" | "materialized view" => R(K::View),
         "composite type" => R(K::Type),
-        "foreign table" => not(NotReplicated::ForeignData),
+        "foreign table" => R(K::Foreign),
         _ => return None,
     })
 }

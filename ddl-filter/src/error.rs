@@ -23,7 +23,7 @@ pub enum ErrorKind {
     UnknownKind(String),
     /// `none` combined with other tokens, e.g. `'none, table'`.
     NoneWithOtherKinds,
-    /// A kind mask with bits outside the eleven kinds.
+    /// A kind mask with bits outside the twelve kinds.
     UnknownBits(i32),
     /// Rule text that does not follow the syntax.
     Syntax {

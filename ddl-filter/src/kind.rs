@@ -1,4 +1,4 @@
-//! The eleven DDL kinds, their tokens and their bit values.
+//! The twelve DDL kinds, their tokens and their bit values, and which of them `all` names.
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,6 +37,10 @@ pub enum DdlKind {
     /// `extension`: extensions, and the library-backed objects extensions create (languages,
     /// access methods).
     Extension = 10,
+    /// `foreign`: foreign tables (`IMPORT FOREIGN SCHEMA` included), only when named: they
+    /// work only where the server they name exists, and servers and user mappings (hosts and
+    /// credentials) are never replicated. Not in `all`.
+    Foreign = 11,
 }
 
 impl DdlKind {
@@ -53,6 +57,7 @@ impl DdlKind {
         DdlKind::Type,
         DdlKind::Domain,
         DdlKind::Extension,
+        DdlKind::Foreign,
     ];
 
     /// The token that names this kind in the `ddl` option, e.g. `"table"`.
@@ -69,6 +74,7 @@ impl DdlKind {
             DdlKind::Type => "type",
             DdlKind::Domain => "domain",
             DdlKind::Extension => "extension",
+            DdlKind::Foreign => "foreign",
         }
     }
 
@@ -96,12 +102,14 @@ bitflags::bitflags! {
     /// **The bit values are a stored format and will not change**: the mask is kept in integer
     /// catalog columns (`ddl_sync.publication_sync.pfsyncddl`), so bit *i* is the *i*-th token
     /// of `table, index, sequence, trigger, view, rule, schema, function, type, domain,
-    /// extension` (`TABLE = 1 << 0` … `EXTENSION = 1 << 10`). New kinds may only take new bits.
+    /// extension, foreign` (`TABLE = 1 << 0` … `FOREIGN = 1 << 11`). New kinds may only take
+    /// new bits.
     ///
     /// Text form: [`DdlKinds::parse`] (also [`FromStr`]) reads a comma-separated list of tokens,
-    /// ignoring case and surrounding whitespace, plus `all` and `none`; [`Display`](fmt::Display)
-    /// writes the canonical form (bit order, `all` for every kind, `none` for the empty set), so
-    /// parsing what was written gives the same set back.
+    /// ignoring case and surrounding whitespace, plus `all` (every kind but the opt-in ones,
+    /// [`DdlKinds::ALL`]) and `none`; [`Display`](fmt::Display) writes the canonical form (bit
+    /// order, `all` for the kinds it names, `none` for the empty set), so parsing what was
+    /// written gives the same set back.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub struct DdlKinds: i32 {
         /// `table` (bit 0, value 1)
@@ -126,14 +134,23 @@ bitflags::bitflags! {
         const DOMAIN = 1 << 9;
         /// `extension` (bit 10, value 1024)
         const EXTENSION = 1 << 10;
+        /// `foreign` (bit 11, value 2048): opt-in, not in [`DdlKinds::ALL`]
+        const FOREIGN = 1 << 11;
     }
 }
 
 impl DdlKinds {
+    /// The kinds an option must name to get: `foreign`.
+    pub const OPT_IN: DdlKinds = DdlKinds::FOREIGN;
+
+    /// What `all` names: every kind but the opt-in ones.
+    pub const ALL: DdlKinds = DdlKinds::all().difference(DdlKinds::OPT_IN);
+
     /// Parses the text of a `ddl` option, e.g. `"table, index"`, `"ALL"` or `"none"`.
     ///
     /// Tokens are separated by commas; case and whitespace around a token do not matter. `all`
-    /// may be combined with other tokens (it already holds them); `none` must stand alone. An
+    /// may be combined with other tokens (it already holds all but `foreign`); `none` must
+    /// stand alone. An
     /// empty or unknown token is an error naming it and listing the valid tokens.
     pub fn parse(text: &str) -> Result<DdlKinds, Error> {
         let mut kinds = DdlKinds::empty();
@@ -143,7 +160,7 @@ impl DdlKinds {
             let token = token.trim();
             tokens += 1;
             if token.eq_ignore_ascii_case("all") {
-                kinds = DdlKinds::all();
+                kinds |= DdlKinds::ALL;
             } else if token.eq_ignore_ascii_case("none") {
                 saw_none = true;
             } else {
@@ -185,13 +202,16 @@ impl FromStr for DdlKinds {
     }
 }
 
-/// The canonical text: tokens in bit order separated by `", "`, `all` when every kind is set,
-/// `none` when none is. Bits outside the eleven kinds (only [`DdlKinds::from_bits_retain`] can
-/// set them) are not written.
+/// The canonical text: tokens in bit order separated by `", "`, `all` for the kinds it names
+/// (then the opt-in ones that are set: `all, foreign`), `none` when none is. Bits outside the
+/// twelve kinds (only [`DdlKinds::from_bits_retain`] can set them) are not written.
 impl fmt::Display for DdlKinds {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.contains(DdlKinds::all()) {
-            return f.write_str("all");
+        if self.contains(DdlKinds::ALL) {
+            f.write_str("all")?;
+            return (*self & DdlKinds::OPT_IN)
+                .kinds()
+                .try_for_each(|kind| write!(f, ", {}", kind.token()));
         }
         let mut kinds = self.kinds();
         match kinds.next() {
@@ -204,7 +224,7 @@ impl fmt::Display for DdlKinds {
     }
 }
 
-/// Checks a mask read from an integer column: bits outside the eleven kinds are an error naming
+/// Checks a mask read from an integer column: bits outside the twelve kinds are an error naming
 /// them (where [`DdlKinds::from_bits`] only says `None`).
 impl TryFrom<i32> for DdlKinds {
     type Error = Error;

@@ -4,7 +4,7 @@
 //! Three layers, each usable alone:
 //!
 //! * [`DdlKinds`] is the `ddl` option of `CREATE PUBLICATION ... WITH (ddl = 'table, index')`:
-//!   eleven kinds as bit flags whose values are a stored format, with the option's text syntax
+//!   twelve kinds as bit flags whose values are a stored format, with the option's text syntax
 //!   ([`DdlKinds::parse`], and [`Display`](std::fmt::Display) for the canonical form).
 //! * [`classify`] and [`classify_object`] map every PostgreSQL 15 command tag (and, where the tag
 //!   does not say, the type of the object changed) to a [`DdlKind`], or to the reason it is never

@@ -95,11 +95,11 @@ impl RuleSet {
     }
 }
 
-/// Every kind, no rules: replicates everything.
+/// The kinds `all` names, no rules: replicates everything but the opt-in kinds.
 impl Default for RuleSet {
     fn default() -> RuleSet {
         RuleSet {
-            kinds: DdlKinds::all(),
+            kinds: DdlKinds::ALL,
             rules: Vec::new(),
             tests: Vec::new(),
         }
@@ -150,10 +150,10 @@ enum Item {
 }
 
 impl RuleSetBuilder {
-    /// Every kind, no rules, no filters.
+    /// The kinds `all` names, no rules, no filters.
     pub fn new() -> RuleSetBuilder {
         RuleSetBuilder {
-            kinds: DdlKinds::all(),
+            kinds: DdlKinds::ALL,
             items: Vec::new(),
             filters: Vec::new(),
         }

@@ -170,11 +170,7 @@ fn alter_of_a_relation_follows_the_relation() {
             "materialized view",
             replicated(DdlKind::View),
         ),
-        (
-            "ALTER TABLE",
-            "foreign table",
-            not(NotReplicated::ForeignData),
-        ),
+        ("ALTER TABLE", "foreign table", replicated(DdlKind::Foreign)),
         ("ALTER TABLE", "table", replicated(DdlKind::Table)),
         (
             "ALTER TABLE",
@@ -324,7 +320,8 @@ fn hard_cases_by_tag() {
         ("CREATE EVENT TRIGGER", not(NotReplicated::EventTrigger)),
         ("CREATE PUBLICATION", not(NotReplicated::Replication)),
         ("ALTER SUBSCRIPTION", not(NotReplicated::Replication)),
-        ("IMPORT FOREIGN SCHEMA", not(NotReplicated::ForeignData)),
+        ("IMPORT FOREIGN SCHEMA", replicated(DdlKind::Foreign)),
+        ("CREATE FOREIGN TABLE", replicated(DdlKind::Foreign)),
         ("CREATE USER MAPPING", not(NotReplicated::ForeignData)),
         ("GRANT ROLE", not(NotReplicated::GlobalObject)),
         ("ALTER SYSTEM", not(NotReplicated::GlobalObject)),

@@ -2,7 +2,7 @@
 
 use ddl_filter::{DdlKind, DdlKinds, ErrorKind};
 
-const TOKENS: [&str; 11] = [
+const TOKENS: [&str; 12] = [
     "table",
     "index",
     "sequence",
@@ -14,6 +14,7 @@ const TOKENS: [&str; 11] = [
     "type",
     "domain",
     "extension",
+    "foreign",
 ];
 
 #[test]
@@ -31,6 +32,7 @@ fn bit_values_are_the_stored_format() {
         DdlKinds::TYPE,
         DdlKinds::DOMAIN,
         DdlKinds::EXTENSION,
+        DdlKinds::FOREIGN,
     ];
     for (bit, ((flag, token), kind)) in flags.iter().zip(TOKENS).zip(DdlKind::ALL).enumerate() {
         assert_eq!(flag.bits(), 1 << bit, "{token}");
@@ -40,9 +42,13 @@ fn bit_values_are_the_stored_format() {
         assert_eq!(flag.token(), Some(token));
         assert_eq!(token.parse::<DdlKinds>().ok(), Some(*flag));
     }
-    assert_eq!(DdlKind::ALL.len(), 11);
-    assert_eq!(DdlKinds::all().bits(), 0x7ff);
+    assert_eq!(DdlKind::ALL.len(), 12);
+    assert_eq!(DdlKinds::all().bits(), 0xfff);
     assert_eq!(DdlKinds::EXTENSION.bits(), 1024);
+    assert_eq!(DdlKinds::FOREIGN.bits(), 2048);
+    // What `all` names: the eleven kinds it always named, not the opt-in `foreign`.
+    assert_eq!(DdlKinds::ALL.bits(), 0x7ff);
+    assert_eq!(DdlKinds::OPT_IN, DdlKinds::FOREIGN);
 }
 
 #[test]
@@ -54,8 +60,11 @@ fn parses_option_text() {
         Ok(DdlKinds::TABLE | DdlKinds::INDEX)
     );
     assert_eq!(parse("table,table"), Ok(DdlKinds::TABLE));
-    assert_eq!(parse("ALL"), Ok(DdlKinds::all()));
-    assert_eq!(parse("all, view"), Ok(DdlKinds::all()));
+    assert_eq!(parse("ALL"), Ok(DdlKinds::ALL));
+    assert_eq!(parse("all, view"), Ok(DdlKinds::ALL));
+    assert_eq!(parse("all, foreign"), Ok(DdlKinds::all()));
+    assert_eq!(parse("foreign, ALL"), Ok(DdlKinds::all()));
+    assert_eq!(parse("foreign"), Ok(DdlKinds::FOREIGN));
     assert_eq!(parse("none"), Ok(DdlKinds::empty()));
     assert_eq!(parse(" NONE "), Ok(DdlKinds::empty()));
     assert_eq!(
@@ -72,7 +81,7 @@ fn parses_option_text() {
 #[test]
 fn unknown_and_empty_tokens_are_named() {
     let valid = "(valid: table, index, sequence, trigger, view, rule, schema, function, type, \
-                 domain, extension, all, none)";
+                 domain, extension, foreign, all, none)";
     for (text, token) in [
         ("tabel", "tabel"),
         ("table,,index", ""),
@@ -111,23 +120,28 @@ fn none_stands_alone() {
 #[test]
 fn canonical_text() {
     assert_eq!(DdlKinds::empty().to_string(), "none");
-    assert_eq!(DdlKinds::all().to_string(), "all");
+    assert_eq!(DdlKinds::ALL.to_string(), "all");
+    assert_eq!(DdlKinds::all().to_string(), "all, foreign");
+    assert_eq!(
+        (DdlKinds::TABLE | DdlKinds::FOREIGN).to_string(),
+        "table, foreign"
+    );
     assert_eq!(
         (DdlKinds::INDEX | DdlKinds::TABLE).to_string(),
         "table, index"
     );
     assert_eq!(
-        (DdlKinds::all() - DdlKinds::TABLE).to_string(),
+        (DdlKinds::ALL - DdlKinds::TABLE).to_string(),
         "index, sequence, trigger, view, rule, schema, function, type, domain, extension"
     );
     // Bits outside the kinds are not written (only from_bits_retain can set them).
-    assert_eq!(DdlKinds::from_bits_retain(1 << 11).to_string(), "none");
-    assert_eq!(DdlKinds::from_bits_retain(-1).to_string(), "all");
+    assert_eq!(DdlKinds::from_bits_retain(1 << 12).to_string(), "none");
+    assert_eq!(DdlKinds::from_bits_retain(-1).to_string(), "all, foreign");
 }
 
 #[test]
 fn every_mask_round_trips_through_text_and_integer() {
-    for bits in 0..=0x7ff {
+    for bits in 0..=0xfff {
         let kinds = DdlKinds::from_bits(bits).unwrap_or_else(|| panic!("{bits:#x}"));
         assert_eq!(kinds.bits(), bits);
         assert_eq!(DdlKinds::try_from(bits).ok(), Some(kinds));
@@ -146,7 +160,7 @@ fn every_mask_round_trips_through_text_and_integer() {
 
 #[test]
 fn masks_with_unknown_bits_are_refused() {
-    for bits in [0x800, 0x7ff | 0x800, -1, i32::MIN, i32::MAX] {
+    for bits in [0x1000, 0xfff | 0x1000, -1, i32::MIN, i32::MAX] {
         assert_eq!(DdlKinds::from_bits(bits), None, "{bits:#x}");
         let error = DdlKinds::try_from(bits).err();
         assert_eq!(
@@ -156,7 +170,7 @@ fn masks_with_unknown_bits_are_refused() {
         assert_eq!(
             error.map(|e| e.to_string()),
             Some(format!(
-                "ddl kind mask {bits:#x} has bits outside the known kinds (0x7ff)"
+                "ddl kind mask {bits:#x} has bits outside the known kinds (0xfff)"
             ))
         );
     }

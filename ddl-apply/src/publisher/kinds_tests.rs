@@ -7,7 +7,7 @@ mod tests {
     use pgrx::prelude::*;
 
     const VALID: &str = "(valid: table, index, sequence, trigger, view, rule, schema, function, \
-                         type, domain, extension, all, none)";
+                         type, domain, extension, foreign, all, none)";
 
     fn one<T: FromDatum + IntoDatum>(sql: &str) -> Option<T> {
         Spi::get_one::<T>(sql).expect("query ran")
@@ -35,6 +35,10 @@ mod tests {
             one::<i32>("SELECT ddl_sync.parse_ddl_kinds('extension')"),
             Some(1024)
         );
+        assert_eq!(
+            one::<i32>("SELECT ddl_sync.parse_ddl_kinds('all, foreign')"),
+            Some(4095)
+        );
         assert_eq!(one::<i32>("SELECT ddl_sync.parse_ddl_kinds(NULL)"), None);
 
         assert_eq!(
@@ -46,12 +50,16 @@ mod tests {
             Some("all")
         );
         assert_eq!(
+            one::<String>("SELECT ddl_sync.format_ddl_kinds(4095)").as_deref(),
+            Some("all, foreign")
+        );
+        assert_eq!(
             one::<String>("SELECT ddl_sync.format_ddl_kinds(0)").as_deref(),
             Some("none")
         );
         // Every mask survives the round trip through its text.
         let mismatches = one::<i64>(
-            "SELECT count(*) FROM generate_series(0, 2047) AS m
+            "SELECT count(*) FROM generate_series(0, 4095) AS m
              WHERE ddl_sync.parse_ddl_kinds(ddl_sync.format_ddl_kinds(m)) <> m",
         );
         assert_eq!(mismatches, Some(0));
@@ -69,14 +77,14 @@ mod tests {
     }
 
     #[pg_test(
-        error = "unknown ddl kind \"tabel\" (valid: table, index, sequence, trigger, view, rule, schema, function, type, domain, extension, all, none)"
+        error = "unknown ddl kind \"tabel\" (valid: table, index, sequence, trigger, view, rule, schema, function, type, domain, extension, foreign, all, none)"
     )]
     fn unknown_kind_token_is_refused() {
         one::<i32>("SELECT ddl_sync.parse_ddl_kinds('table, tabel')");
     }
 
     #[pg_test(
-        error = "unknown ddl kind \"\" (valid: table, index, sequence, trigger, view, rule, schema, function, type, domain, extension, all, none)"
+        error = "unknown ddl kind \"\" (valid: table, index, sequence, trigger, view, rule, schema, function, type, domain, extension, foreign, all, none)"
     )]
     fn empty_kind_token_is_refused() {
         one::<i32>("SELECT ddl_sync.parse_ddl_kinds('table,,index')");
@@ -87,9 +95,9 @@ mod tests {
         one::<i32>("SELECT ddl_sync.parse_ddl_kinds('none, table')");
     }
 
-    #[pg_test(error = "ddl kind mask 0x800 has bits outside the known kinds (0x7ff)")]
+    #[pg_test(error = "ddl kind mask 0x1000 has bits outside the known kinds (0xfff)")]
     fn mask_with_unknown_bits_is_refused() {
-        one::<String>("SELECT ddl_sync.format_ddl_kinds(2048)");
+        one::<String>("SELECT ddl_sync.format_ddl_kinds(4096)");
     }
 
     #[pg_test]
@@ -106,7 +114,7 @@ mod tests {
         assert_eq!(
             crate::tests::error_of("SELECT ddl_sync.format_ddl_kinds(-1)"),
             Some(
-                "22023: ddl kind mask 0xffffffff has bits outside the known kinds (0x7ff)"
+                "22023: ddl kind mask 0xffffffff has bits outside the known kinds (0xfff)"
                     .to_owned()
             )
         );

@@ -93,6 +93,12 @@ pub unsafe fn relation_schema(node: *mut pg_sys::Node) -> Option<String> {
     let (relation, creates) = unsafe {
         match (*node).type_ {
             T::T_CreateStmt => ((*node.cast::<pg_sys::CreateStmt>()).relation, true),
+            T::T_CreateForeignTableStmt => (
+                (*node.cast::<pg_sys::CreateForeignTableStmt>())
+                    .base
+                    .relation,
+                true,
+            ),
             T::T_ViewStmt => ((*node.cast::<pg_sys::ViewStmt>()).view, true),
             T::T_CreateTableAsStmt => {
                 let into = (*node.cast::<pg_sys::CreateTableAsStmt>()).into;

@@ -97,6 +97,9 @@ impl Subscription {
             ))
         })?;
         let mut builder = RuleSetBuilder::new();
+        // The subscription's kinds, `foreign` too when it names it (the builder's own are those
+        // of `all`).
+        builder.kinds(DdlKinds::from_bits_truncate(ddl));
         if let Some(rules) = &rules {
             builder.text(rules);
         }
