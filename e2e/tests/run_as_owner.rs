@@ -55,7 +55,7 @@ fn code_a_role_attaches_to_its_table_runs_as_that_role_unless_run_as_owner() {
 
     as_mallory(
         &publisher,
-        "CREATE TABLE m (x int);
+        "CREATE TABLE m (x int PRIMARY KEY);
          CREATE FUNCTION m_note() RETURNS trigger LANGUAGE plpgsql
              AS $f$ BEGIN INSERT INTO public.who_ran VALUES (current_user); RETURN NEW; END $f$;
          CREATE FUNCTION m_check(v int) RETURNS boolean LANGUAGE plpgsql
