@@ -125,6 +125,12 @@ pub unsafe fn follow(
         let Some(table) = (unsafe { Table::read(relid) }) else {
             continue;
         };
+        // The follow-up runs as the statement's role: a table it does not own (no statement
+        // found so far lists one) is left as it is rather than failing the statement.
+        // SAFETY: the caller's promise; the table exists (read above, locked).
+        if !unsafe { ddl_server::versions::owns_relation(relid, pg_sys::GetUserId()) } {
+            continue;
+        }
         // SAFETY: as above.
         let tracked = table.full && unsafe { is_tracked(relid) };
         if chosen || (tracked && table.primary_key) {

@@ -140,6 +140,23 @@ pub unsafe fn owns_publication(pubid: pg_sys::Oid, role: pg_sys::Oid) -> bool {
     }
 }
 
+/// Whether `role` owns relation `relid` (or is a member of its owner, or a superuser).
+///
+/// # Safety
+/// In a backend inside a transaction.
+pub unsafe fn owns_relation(relid: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    // SAFETY: a catalog lookup by OID, the caller's promise.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::pg_class_ownercheck(relid, role)
+    }
+    // SAFETY: as above; 16 replaced the per-catalog checks with one.
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        pg_sys::object_ownercheck(pg_sys::RelationRelationId, relid, role)
+    }
+}
+
 /// libpqwalreceiver's `walrcv_connect`: a logical replication connection to `conninfo`, as a
 /// subscription's own workers make it. On 16+, a role that is not a superuser must then
 /// authenticate with a password, as PostgreSQL requires of a subscription it owns.

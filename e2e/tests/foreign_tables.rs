@@ -1,7 +1,7 @@
 //! Foreign tables replicate only where publication and subscription name the kind `foreign`
 //! (`all` does not): each node keeps its own foreign-data wrappers, servers and user mappings
 //! (hosts and credentials), and a foreign table is made where a server of its server's name
-//! exists.
+//! exists, as the statement's role, whose rights on that server are this node's.
 
 use ddl_e2e::{create_subscription, ddl_publisher, ddl_subscriber, query};
 use ddl_e2e::{wait_caught_up, wait_for};
@@ -105,6 +105,49 @@ fn foreign_tables_replicate_where_the_kind_is_named_and_the_server_exists() {
     assert_eq!(
         foreign_tables(&subscriber),
         "orders_2019(id amount placed) archive before the move, remote(a) elsewhere -"
+    );
+
+    // A role created LOGIN only, with USAGE on a server on the publisher alone: its foreign
+    // table is replayed as that role and refused here as PostgreSQL refuses it, until this
+    // node's administrator grants the same (grants on servers stay each node's own).
+    for pg in [&publisher, &subscriber] {
+        query(
+            pg,
+            "CREATE ROLE app LOGIN;
+             GRANT CREATE ON SCHEMA public TO app;
+             CREATE SERVER granted FOREIGN DATA WRAPPER files;",
+        );
+    }
+    query(
+        &publisher,
+        "GRANT USAGE ON FOREIGN SERVER granted TO app;
+         SET ROLE app;
+         CREATE FOREIGN TABLE apps (a int) SERVER granted;",
+    );
+    wait_for("the missing USAGE reported", TIMEOUT, || {
+        let errors = query(
+            &subscriber,
+            "SELECT count(*) FROM ddl_sync.failing_events
+              WHERE error LIKE '%permission denied for foreign server granted%'",
+        );
+        if errors == "0" {
+            Err("no failing event yet".into())
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(
+        query(&subscriber, "SELECT to_regclass('apps') IS NULL"),
+        "t"
+    );
+    query(&subscriber, "GRANT USAGE ON FOREIGN SERVER granted TO app");
+    wait_caught_up(&publisher, &subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT relowner::regrole FROM pg_class WHERE oid = 'apps'::regclass"
+        ),
+        "app"
     );
 
     // `all` alone leaves foreign tables out.
