@@ -427,3 +427,58 @@ COMMENT ON COLUMN ddl_sync.publication_sync.pfsyncddl IS
 ALTER TABLE ddl_sync.subscription_ddl
     DROP CONSTRAINT subscription_ddl_ddl_check,
     ADD CONSTRAINT subscription_ddl_ddl_check CHECK (ddl & ~4095 = 0);
+
+-- The extension's own tables out of FOR ALL TABLES publications (PostgreSQL 19's EXCEPT).
+CREATE FUNCTION ddl_sync.keep_own_tables_out(publication name, events_may_return boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    clause text;
+BEGIN
+    IF current_setting('server_version_num')::integer < 190000 THEN
+        RETURN;
+    END IF;
+    WITH pub AS (
+        SELECT p.oid, p.puballsequences,
+               EXISTS (SELECT FROM ddl_sync.publication_sync s
+                        WHERE s.pfsyncpubid = p.oid AND s.pfsynckind = 'p'
+                          AND s.pfsyncenabled AND s.pfsyncddl <> 0) AS replicates_ddl
+          FROM pg_publication p
+         WHERE p.pubname = publication AND p.puballtables),
+    own AS (
+        SELECT c.oid, c.relname = 'events' AS is_events
+          FROM pg_class c
+         WHERE c.relnamespace = 'ddl_sync'::regnamespace
+           AND c.relkind IN ('r', 'p') AND c.relpersistence = 'p' AND NOT c.relispartition),
+    excepted AS (
+        SELECT r.prrelid AS oid
+          FROM pg_publication_rel r JOIN pub ON r.prpubid = pub.oid
+         WHERE r.prexcept),
+    wanted AS (
+        SELECT e.oid FROM excepted e, pub
+         WHERE NOT (events_may_return AND pub.replicates_ddl
+                    AND e.oid IN (SELECT own.oid FROM own WHERE own.is_events))
+        UNION
+        SELECT own.oid FROM own, pub WHERE NOT (own.is_events AND pub.replicates_ddl))
+    -- regclass's text is qualified and quoted as needed under this search_path.
+    SELECT format('ALL TABLES EXCEPT (TABLE %s)%s',
+                  (SELECT string_agg(w.oid::regclass::text, ', ' ORDER BY w.oid) FROM wanted w),
+                  CASE WHEN pub.puballsequences THEN ', ALL SEQUENCES' ELSE '' END)
+      INTO clause
+      FROM pub
+     WHERE EXISTS (SELECT oid FROM wanted EXCEPT SELECT oid FROM excepted)
+        OR EXISTS (SELECT oid FROM excepted EXCEPT SELECT oid FROM wanted);
+    IF clause IS NOT NULL THEN
+        EXECUTE format('ALTER PUBLICATION %I SET %s', publication, clause);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION ddl_sync.keep_own_tables_out(name, boolean) IS
+    'on PostgreSQL 19, keeps ddl_sync''s own tables out of a FOR ALL TABLES publication (EXCEPT), ddl_sync.events but where it replicates DDL';
+
+-- The publications made before this version.
+SELECT ddl_sync.keep_own_tables_out(p.pubname, false)
+  FROM pg_catalog.pg_publication p
+ WHERE p.puballtables;

@@ -79,6 +79,20 @@ extension_sql_file!(
     name = "copy_schema",
     requires = ["catalog", "capture"]
 );
+extension_sql_file!(
+    "../sql/publications.sql",
+    name = "publications",
+    requires = [
+        "catalog",
+        "capture",
+        "apply",
+        "adapters",
+        "stats",
+        "peers",
+        "event_triggers",
+        "copy_schema"
+    ]
+);
 extension_sql_file!("../sql/privileges.sql", name = "privileges", finalize);
 
 /// Loaded: by `shared_preload_libraries` (so in every session), or by a session's first call of

@@ -132,9 +132,14 @@ pub fn store(request: &Request) {
     )
     .or_internal("cannot store publication parameter \"ddl\"");
     if request.kinds.is_empty() {
+        keep_own_tables_out(&request.publication, false);
         return;
     }
     plugin_allowed::warn_unless_listed();
+    // SAFETY: the statement that ran, in its transaction.
+    keep_own_tables_out(&request.publication, unsafe {
+        names_no_relations(request.pstmt)
+    });
     let has_events = events_in_publication(&request.publication);
     let all_tables = Spi::get_one_with_args::<bool>(
         "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
@@ -165,7 +170,8 @@ pub fn store(request: &Request) {
     check_publication(&request.publication);
 }
 
-/// After any other ALTER PUBLICATION: a publication that replicates DDL must keep carrying it.
+/// After any other CREATE or ALTER PUBLICATION: the extension's own tables stay out of it, and
+/// a publication that replicates DDL must keep carrying it.
 ///
 /// # Safety
 /// Runs in the hook, after the statement succeeded; `pstmt` is the PlannedStmt that ran.
@@ -173,18 +179,50 @@ pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
     // SAFETY: the caller's promise: a utility statement's PlannedStmt, its tree a node.
     let node = unsafe { (*pstmt).utilityStmt };
     // SAFETY: as above.
-    if node.is_null() || unsafe { (*node).type_ } != pg_sys::NodeTag::T_AlterPublicationStmt {
+    if node.is_null() || unsafe { options_of(node) }.is_none() {
         return;
     }
     // SAFETY: a catalog lookup (missing_ok).
     if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
         return;
     }
-    // SAFETY: an AlterPublicationStmt, by its tag, with its NUL-terminated name.
-    let name = unsafe {
-        ddl_server::text::utf8_ptr((*(node as *mut pg_sys::AlterPublicationStmt)).pubname)
-    };
+    // SAFETY: a publication statement, by its tag, with its NUL-terminated name.
+    let name = unsafe { options_of(node).map(|(_, name)| ddl_server::text::utf8_ptr(name)) };
+    let Some(name) = name else { return };
+    keep_own_tables_out(&name, false);
     check_publication(&name);
+}
+
+/// Whether `pstmt`, a publication statement, is an ALTER PUBLICATION that names no table or
+/// schema (options only): then the publication's EXCEPT list is not the statement's.
+///
+/// # Safety
+/// `pstmt` is a utility statement's PlannedStmt whose tree is a publication statement.
+unsafe fn names_no_relations(pstmt: *mut pg_sys::PlannedStmt) -> bool {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let node = (*pstmt).utilityStmt;
+        (*node).type_ == pg_sys::NodeTag::T_AlterPublicationStmt
+            && (*node.cast::<pg_sys::AlterPublicationStmt>())
+                .pubobjects
+                .is_null()
+    }
+}
+
+/// Keeps ddl_sync's own tables out of a `FOR ALL TABLES` publication where the server can
+/// (19's `EXCEPT`; see `ddl_sync.keep_own_tables_out`). `events_may_return`: the statement set
+/// only options, so an exception of `ddl_sync.events` is the extension's (made while the
+/// publication replicated no DDL), not the user's.
+fn keep_own_tables_out(publication: &str, events_may_return: bool) {
+    Spi::run_with_args(
+        "SELECT ddl_sync.keep_own_tables_out($1, $2)",
+        &[publication.into(), events_may_return.into()],
+    )
+    .unwrap_or_else(|e| {
+        errors::internal(format_args!(
+            "cannot keep ddl_sync's tables out of publication {publication}: {e}"
+        ))
+    });
 }
 
 /// Whether publication `p` publishes `ddl_sync.events`, as an SQL condition: the server's own

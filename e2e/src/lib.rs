@@ -16,6 +16,7 @@ pub mod readme;
 pub mod realworld;
 pub mod regress;
 mod replication;
+pub mod subscription_suite;
 
 pub use replication::{
     assert_no_subscription_made, create_subscription, ddl_subscriber, deliver_events, query,

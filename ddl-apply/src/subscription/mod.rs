@@ -336,6 +336,14 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
         pg_sys::NodeTag::T_DropSubscriptionStmt if unsafe { extension_exists() } => {
             config::forget_dropped()
         }
+        // A subscription without DDL replication: none of ddl_sync's tables, as without us.
+        // SAFETY: as for DROP SUBSCRIPTION.
+        pg_sys::NodeTag::T_CreateSubscriptionStmt if unsafe { extension_exists() } => {
+            // SAFETY: the tag says CreateSubscriptionStmt; the parser always sets `subname`.
+            let name =
+                unsafe { utf8_ptr((*node.cast::<pg_sys::CreateSubscriptionStmt>()).subname) };
+            config::own_tables_in_subscription(config::subscription_oid(&name), false);
+        }
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
             // Named one by one: a name a new major renames must not become a catch-all binding.
             use ddl_server::versions::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION;
@@ -374,9 +382,7 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
             // SAFETY: as above.
             let name = unsafe { utf8_ptr(name) };
             let subid = config::subscription_oid(&name);
-            if config::is_configured(subid) {
-                config::own_tables_in_subscription(subid);
-            }
+            config::own_tables_in_subscription(subid, config::is_configured(subid));
         }
         _ => {}
     }

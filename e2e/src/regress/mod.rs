@@ -33,6 +33,7 @@ mod suite;
 
 pub use compare::{Cause, ChangedTest, EventGroup, MadeFromDefinition, RowCheck, Verification};
 pub use follow::Intervention;
+pub(crate) use suite::pg_config_value;
 pub use suite::{unavailable, Suite};
 
 use crate::compare::schema_in;

@@ -11,6 +11,9 @@ use std::process::Command;
 
 /// The suite of one server version, ready to run.
 pub struct Suite {
+    /// The source tree (`src/test/regress`, and for [`crate::subscription_suite`]
+    /// `src/test/subscription` and `src/test/perl`).
+    pub source: PathBuf,
     /// `src/test/regress` of the source package: `sql/`, `expected/`, `parallel_schedule`.
     pub regress_dir: PathBuf,
     /// The directory given to pg_regress as `--dlpath`: `regress.so` built here, and the
@@ -79,7 +82,7 @@ impl Suite {
                 );
                 let home = cache.join(format!("{package}_{version}"));
                 let source = home.join("source");
-                if !source.join("src/test/regress/parallel_schedule").exists() {
+                if !source.join("src/test/subscription/t").exists() {
                     copy_suite(&built_source, &source)?;
                 }
                 (version, source, home)
@@ -92,6 +95,7 @@ impl Suite {
             }
         };
         let suite = Suite {
+            source: source.clone(),
             regress_dir: source.join("src/test/regress"),
             lib_dir: home.join("lib"),
             pg_regress: PathBuf::from(pg_config_value(pg_config, "--pkglibdir")?)
@@ -121,14 +125,19 @@ impl Suite {
     }
 }
 
-/// Copies `src/test/regress` of the source tree `from` into the source tree `to`.
+/// Copies the suites of the source tree `from` (`src/test/regress`, `subscription` and the TAP
+/// modules of `perl`) into the source tree `to`.
 fn copy_suite(from: &Path, to: &Path) -> Result<(), String> {
     let dir = to.join("src/test");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    run(Command::new("cp")
-        .arg("-a")
-        .arg(from.join("src/test/regress"))
-        .arg(&dir))
+    for suite in ["regress", "subscription", "perl"] {
+        let _ = std::fs::remove_dir_all(dir.join(suite));
+        run(Command::new("cp")
+            .arg("-a")
+            .arg(from.join("src/test").join(suite))
+            .arg(&dir))?;
+    }
+    Ok(())
 }
 
 /// Downloads the source package and unpacks it (Debian's patches applied) into `source`.
@@ -164,7 +173,8 @@ fn build_lib(pg_config: &str, suite: &Suite) -> Result<(), String> {
     Ok(())
 }
 
-fn pg_config_value(pg_config: &str, flag: &str) -> Result<String, String> {
+/// `pg_config <flag>`'s answer.
+pub(crate) fn pg_config_value(pg_config: &str, flag: &str) -> Result<String, String> {
     output(Command::new(pg_config).arg(flag))
 }
 
