@@ -244,7 +244,8 @@ pub(crate) fn is_strict(subid: pg_sys::Oid) -> bool {
 
 /// Sets ddl_sync's own tables in `pg_subscription_rel` the way the subscription needs them:
 ///
-/// * `ddl_sync.events` ready when it replicates DDL (`replicates_ddl`): the table is always
+/// * `ddl_sync.events` ready when it replicates DDL (`replicates_ddl`), added when missing
+///   (a subscription made without DDL replication and configured since): the table is always
 ///   empty on publishers, and a table sync of it would lose the DDL sent meanwhile (the sync
 ///   worker reads its own slot); out of the subscription otherwise, like the others;
 /// * every other table of schema `ddl_sync` out of the subscription. They are each node's own
@@ -255,7 +256,7 @@ pub(crate) fn is_strict(subid: pg_sys::Oid) -> bool {
 ///   changes are not applied here: a subscription without DDL replication gets exactly the
 ///   tables and rows it would get from a publisher without the extension.
 ///
-/// Nothing to do for a table already so, or not (yet) in the subscription.
+/// Nothing else to do for a table already so, or not (yet) in the subscription.
 pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid, replicates_ddl: bool) {
     let mut to_ready = None;
     let mut to_remove = Vec::new();
@@ -288,6 +289,16 @@ pub(crate) fn own_tables_in_subscription(subid: pg_sys::Oid, replicates_ddl: boo
     });
     if let Some(events) = to_ready {
         subscription_rel::set_ready(subid, events);
+    } else if replicates_ddl {
+        // Taken out when the subscription was made without DDL replication (see above), or
+        // never listed: the events must reach the apply trigger from now on. (A publication
+        // that does not publish the table sends none; a refresh then removes it, and this
+        // adds it again.)
+        if let Some(events) = ddl_server::relcache::relation_named("ddl_sync.events") {
+            if !subscription_rel::contains(subid, events) {
+                subscription_rel::add_ready(subid, events);
+            }
+        }
     }
     for relid in to_remove {
         subscription_rel::remove(subid, relid);
