@@ -145,15 +145,34 @@ unsafe extern "C-unwind" fn dropping(object: pg_sys::ObjectAddress) {
         |s| matches!(&s.watch, Some(Watch::On(originals)) if originals.contains(&address)),
     )
     .unwrap_or(false);
-    let dropped = if original {
-        // SAFETY: the object still exists (its catalog row goes after this hook).
-        unsafe { described(&object) }
+    // SAFETY: the object still exists (its catalog row goes after this hook).
+    let kept_elsewhere = !original && unsafe { is_kept_elsewhere(&object) };
+    let dropped = if original || kept_elsewhere {
+        // SAFETY: as above.
+        unsafe { described(&object) }.map(|d| Dropped { original, ..d })
     } else {
         Some(Dropped::unnamed(address))
     };
     if let Some(dropped) = dropped {
         statement::with_innermost(|s| s.dropped.push(dropped));
     }
+}
+
+/// Whether `object`, dropped because it depended on what the statement dropped, is a relation
+/// that another node may keep: a table, view or foreign table whose dependency there may not
+/// exist (an inheritance or a view made differently, a refused statement). The record's
+/// description names it, so that subscribers drop it too. (An index, a TOAST table or a
+/// sequence goes with its table everywhere.)
+///
+/// # Safety
+/// `object` exists, in the current transaction.
+unsafe fn is_kept_elsewhere(object: &pg_sys::ObjectAddress) -> bool {
+    if object.classId != pg_sys::RelationRelationId || object.objectSubId != 0 {
+        return false;
+    }
+    // SAFETY: the caller's promise; a syscache lookup.
+    let relkind = unsafe { pg_sys::get_rel_relkind(object.objectId) } as u8;
+    matches!(relkind, b'r' | b'p' | b'f' | b'v' | b'm')
 }
 
 /// The objects `drop_stmt` names, resolved as PostgreSQL resolved them for it (relations by

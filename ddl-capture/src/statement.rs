@@ -20,8 +20,9 @@ pub struct Dropped {
     pub sub_id: i32,
     /// Dropped by the statement itself, not because it depended on what was.
     pub original: bool,
-    /// The names, of an original object only (the one a record names): empty for the others,
-    /// which the capture only compares by OID.
+    /// The names, of an original object (the one a record names) and of a table or view
+    /// dropped with it (which the record's description lists): empty for the others, which the
+    /// capture only compares by OID.
     pub schema: String,
     pub identity: String,
     pub object_type: String,

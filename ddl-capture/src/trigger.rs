@@ -25,6 +25,7 @@ use crate::{
     volatile,
 };
 use ddl_filter::{classify_object, Classification};
+use ddl_wire::{Action, Description, ObjectDescription, DESCRIPTION_VERSION};
 use ddl_wire::{DdlRecord, RecordFlags, RecordOrigin, RECORD_TAG_LEN};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
@@ -294,7 +295,7 @@ fn describe(record: &DdlRecord<'_>) -> Option<String> {
         record.object_identity,
         record.renamed_from,
     ) {
-        Ok(description) => description.map(|d| d.to_json()),
+        Ok(description) => with_dropped_dependents(description).map(|d| d.to_json()),
         Err(e) => {
             warning!(
                 "ddl_sync: {} {} is replicated without its description, which subscribers \
@@ -452,6 +453,35 @@ fn target(tag: &str) -> Option<Target> {
             ..target
         })
         .or_else(|| statement::with_innermost(dropped_target).flatten())
+}
+
+/// `description` with the tables and views the statement dropped because they depended on
+/// what it changed or dropped (`DROP ... CASCADE`, a column's dependent view): a subscriber
+/// where they did not depend on it (a statement refused there, a view made otherwise) drops
+/// them too, and CDC consumers learn that they went.
+fn with_dropped_dependents(description: Option<Description>) -> Option<Description> {
+    let dependents: Vec<ObjectDescription> = statement::with_innermost(|s| {
+        s.dropped
+            .iter()
+            .filter(|d| !d.original && !d.identity.is_empty() && !d.temporary)
+            .map(|d| ObjectDescription {
+                action: Action::Dropped,
+                kind: d.object_type.clone(),
+                identity: d.identity.clone(),
+                ..Default::default()
+            })
+            .collect()
+    })
+    .unwrap_or_default();
+    if dependents.is_empty() {
+        return description;
+    }
+    let mut description = description.unwrap_or(Description {
+        version: DESCRIPTION_VERSION,
+        objects: Vec::new(),
+    });
+    description.objects.extend(dependents);
+    Some(description)
 }
 
 /// The target of a DROP: what it named, which the object access hook saw go. A statement that

@@ -578,3 +578,62 @@ fn tables_made_by_any_statement_are_registered_and_get_their_rows() {
         "one2"
     );
 }
+
+#[test]
+fn what_a_cascade_dropped_on_the_publisher_goes_here_too() {
+    let (publisher, subscriber) = subscribed_pair("wedge-cascade", "skip");
+    // Alice exists on the publisher only, and the subscription names no fallback role: her
+    // statements are refused here, her tables made from their definitions, without t3's
+    // parent (PostgreSQL's rowsecurity test, the first configuration a user tries).
+    query(
+        &publisher,
+        "CREATE ROLE alice LOGIN;
+         GRANT CREATE ON SCHEMA public TO alice;
+         SET ROLE alice;
+         CREATE TABLE t1 (id int PRIMARY KEY, a int);
+         CREATE TABLE t3 (id int PRIMARY KEY, c text, a int);
+         ALTER TABLE t3 INHERIT t1;
+         CREATE VIEW v3 AS SELECT c FROM t3;
+         RESET ROLE;
+         INSERT INTO t3 VALUES (1, 'x', 1);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(&subscriber, "SELECT count(*) FROM pg_inherits"),
+        "0",
+        "the refused INHERIT made t3 a child here after all"
+    );
+    // The publisher's CASCADE drops t3 (and v3 with it): so does the subscriber, and the next
+    // t3 takes its rows.
+    query(
+        &publisher,
+        "DROP TABLE t1 CASCADE;
+         CREATE TABLE t3 (id int PRIMARY KEY, b text NOT NULL);
+         INSERT INTO t3 VALUES (1, 'y');",
+    );
+    stream_goes_on(&publisher, &subscriber, 2);
+    assert_eq!(query(&subscriber, "SELECT id || ' ' || b FROM t3"), "1 y");
+    assert_eq!(query(&subscriber, "SELECT to_regclass('v3') IS NULL"), "t");
+    let drop = query(
+        &subscriber,
+        "SELECT status || '|' || coalesce(verified::text, '-') || '|' || detail
+           FROM ddl_sync.apply_log WHERE command_tag = 'DROP TABLE'",
+    );
+    assert!(
+        drop.starts_with("applied|true|")
+            && drop.contains("dropped here too")
+            && drop.contains("public.t3")
+            && drop.contains("public.v3"),
+        "{drop}"
+    );
+    // The description says what went: a CDC consumer learns that t3 and v3 went too.
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(o->>'kind' || ' ' || (o->>'identity'), ', ' ORDER BY o->>'identity')
+               FROM ddl_sync.events e, jsonb_array_elements(e.description::jsonb -> 'objects') o
+              WHERE e.command_tag = 'DROP TABLE'"
+        ),
+        "table public.t1, table public.t3, view public.v3"
+    );
+}

@@ -14,6 +14,7 @@ mod adapter_tests;
 mod adapters;
 mod bound;
 mod c_abi;
+mod dependents;
 pub(crate) mod created;
 mod detach;
 mod generated;
@@ -282,12 +283,8 @@ fn replace(
     subscription: &Subscription,
     config: &applying::Config,
 ) -> Verdict {
-    let claims =
-        settings::usable(event.settings, event.row.search_path).and_then(|(settings, _)| {
-            ddl_server::guc::with_settings(&settings, || statement::claims(sql))
-        });
-    let (tag, kind) = match claims {
-        Ok(claims) => claims,
+    let mut verdict = match run_as_event(event, sql, subscription, config) {
+        Ok(verdict) => verdict,
         Err(why) => {
             return Verdict::new(
                 "refused",
@@ -295,6 +292,27 @@ fn replace(
             )
         }
     };
+    let replaced = format!("replaced {note} by \"{sql}\"");
+    verdict.detail = Some(match verdict.detail.take() {
+        Some(detail) => format!("{replaced}; {detail}"),
+        None => replaced,
+    });
+    verdict
+}
+
+/// Checks and runs `sql` as a statement of `event` (its role, search_path and settings) of
+/// the tag and kind its text says, as any event's statement is; `Err` when the text cannot be
+/// read.
+fn run_as_event(
+    event: &Event<'_>,
+    sql: &str,
+    subscription: &Subscription,
+    config: &applying::Config,
+) -> Result<Verdict, String> {
+    let (tag, kind) =
+        settings::usable(event.settings, event.row.search_path).and_then(|(settings, _)| {
+            ddl_server::guc::with_settings(&settings, || statement::claims(sql))
+        })?;
     let replacement = Event {
         row: ddl_wire::DdlEvent {
             sql,
@@ -305,13 +323,7 @@ fn replace(
         },
         settings: event.settings,
     };
-    let mut verdict = check_and_run(&replacement, subscription, config);
-    let replaced = format!("replaced {note} by \"{sql}\"");
-    verdict.detail = Some(match verdict.detail.take() {
-        Some(detail) => format!("{replaced}; {detail}"),
-        None => replaced,
-    });
-    verdict
+    Ok(check_and_run(&replacement, subscription, config))
 }
 
 /// One line per replicated statement in the subscriber's log: LOG for what changed the schema
@@ -474,6 +486,7 @@ fn decide_and_run(
                 event.row.sent_generated_columns,
             ));
         }
+        verdict.add_notes(dependents::drop_kept(event, subscription, config));
         let on_purpose = verify::OnPurpose {
             ran_as_fallback: verdict.ran_as_fallback,
             fallback_role: config.fallback_role.clone(),

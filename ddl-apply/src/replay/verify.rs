@@ -9,7 +9,7 @@
 //! owner of what a statement made when it ran as `ddl_fallback_role` because its role does not
 //! exist here.
 
-use ddl_wire::{Description, Difference};
+use ddl_wire::{Action, Description, Difference, ObjectDescription};
 
 /// What the comparison found.
 pub enum Verified {
@@ -84,10 +84,31 @@ pub fn compare(
     };
     // In the replay's transaction, after the statement.
     // Not told of a rename: `renamed_from` is the publisher's word, not compared.
-    let here = match ddl_server::describe::statement(command_tag, identity, "") {
+    let mut here = match ddl_server::describe::statement(command_tag, identity, "") {
         Ok(here) => here.unwrap_or_default(),
         Err(e) => return Verified::NotCompared(format!("not compared with the publisher: {e}")),
     };
+    // What the publisher's statement dropped with its object: gone here too (see
+    // `dependents`), or a difference.
+    let dependents: Vec<ObjectDescription> = published
+        .objects
+        .iter()
+        .filter(|p| p.action == Action::Dropped)
+        .filter(|p| {
+            !here
+                .objects
+                .iter()
+                .any(|h| h.kind == p.kind && h.identity == p.identity)
+        })
+        .filter(|p| ddl_server::describe::is_gone(&p.kind, &p.identity))
+        .map(|p| ObjectDescription {
+            action: Action::Dropped,
+            kind: p.kind.clone(),
+            identity: p.identity.clone(),
+            ..Default::default()
+        })
+        .collect();
+    here.objects.extend(dependents);
     let (expected, diverged): (Vec<Difference>, Vec<Difference>) =
         ddl_wire::differences(&published, &here)
             .into_iter()

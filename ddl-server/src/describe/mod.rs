@@ -162,6 +162,14 @@ fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
     Some((action, noun))
 }
 
+/// Whether the object of `kind` named by `identity` is gone, as a statement that dropped it
+/// left it (a foreign table is found as a table). In a transaction.
+pub fn is_gone(kind: &str, identity: &str) -> bool {
+    let kind = if kind == "foreign table" { "table" } else { kind };
+    // SAFETY: in the caller's transaction; lookups that raise no ERROR.
+    unsafe { object::find(kind, identity) }.is_none()
+}
+
 /// The description of a statement that dropped the object of `kind` named by `identity`: its
 /// kind and identity; `None` when the object is still there (the statement did not do what
 /// it says).
@@ -169,9 +177,7 @@ fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
 /// # Safety
 /// In a transaction.
 unsafe fn dropped(kind: &str, identity: &str) -> Option<Description> {
-    // SAFETY: the caller's promise.
-    let gone = unsafe { object::find(kind, identity) }.is_none();
-    gone.then(|| Description {
+    is_gone(kind, identity).then(|| Description {
         version: DESCRIPTION_VERSION,
         objects: vec![ObjectDescription {
             action: Action::Dropped,
