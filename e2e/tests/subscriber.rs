@@ -1,6 +1,7 @@
 //! A native PostgreSQL subscriber on a `ddl_pgoutput` slot: the DDL events arrive as rows of
-//! its `ddl_sync.events`, in commit order, and only for DDL that really committed. (Replay of
-//! the statements is not built yet: the subscriber only stores the rows.)
+//! its `ddl_sync.events`, in commit order, and only for DDL that really committed. (The
+//! subscription replays them too, under `skip`: the replay is replay.rs's subject. Without
+//! DDL replication it would take no row of ddl_sync's tables: own_tables.rs.)
 
 use ddl_e2e::{ddl_publisher, wait_for, Session};
 use ddl_testkit::{Cluster, ClusterBuilder};
@@ -33,7 +34,8 @@ fn pair(name: &str) -> (Cluster, Cluster) {
                 "CREATE EXTENSION ddl_sync;
                  CREATE TABLE t (id int PRIMARY KEY, note text);
                  CREATE SUBSCRIPTION sub CONNECTION '{}' PUBLICATION p
-                     WITH (create_slot = false, slot_name = 's', copy_data = false, streaming = on);",
+                     WITH (create_slot = false, slot_name = 's', copy_data = false, streaming = on);
+                 SELECT ddl_sync.set_subscription_ddl('sub', 'all', 'skip');",
                 publisher.connstr("postgres")
             ),
         )
@@ -224,12 +226,15 @@ fn committed_ddl_arrives_as_event_rows_in_commit_order() {
             .unwrap(),
         "7"
     );
-    // The statements were not replayed (not built yet): the tables exist only on the publisher.
+    // And were replayed: a1 with its later column and index.
     assert_eq!(
         subscriber
-            .psql("postgres", "SELECT to_regclass('public.a1') IS NULL")
+            .psql(
+                "postgres",
+                "SELECT count(*) FROM pg_attribute WHERE attrelid = 'public.a1'::regclass AND attname = 'y'"
+            )
             .unwrap(),
-        "t"
+        "1"
     );
 }
 

@@ -604,7 +604,8 @@ fn what_a_cascade_dropped_on_the_publisher_goes_here_too() {
         "the refused INHERIT made t3 a child here after all"
     );
     // The publisher's CASCADE drops t3 (and v3 with it): so does the subscriber, and the next
-    // t3 takes its rows.
+    // t3 takes its rows (before, the stale t3 kept the old row 1, and the new row stopped the
+    // subscription on every retry).
     query(
         &publisher,
         "DROP TABLE t1 CASCADE;
@@ -619,11 +620,13 @@ fn what_a_cascade_dropped_on_the_publisher_goes_here_too() {
         "SELECT status || '|' || coalesce(verified::text, '-') || '|' || detail
            FROM ddl_sync.apply_log WHERE command_tag = 'DROP TABLE'",
     );
+    // (v3, refused here, was never made: only tables are made from their definitions.)
     assert!(
         drop.starts_with("applied|true|")
-            && drop.contains("dropped here too")
-            && drop.contains("public.t3")
-            && drop.contains("public.v3"),
+            && drop.ends_with(
+                "dropped here too, as on the publisher, where it depended on what \
+                               the statement dropped or changed: public.t3"
+            ),
         "{drop}"
     );
     // The description says what went: a CDC consumer learns that t3 and v3 went too.

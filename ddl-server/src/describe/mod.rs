@@ -165,7 +165,11 @@ fn action_and_noun(command_tag: &str) -> Option<(Action, &str)> {
 /// Whether the object of `kind` named by `identity` is gone, as a statement that dropped it
 /// left it (a foreign table is found as a table). In a transaction.
 pub fn is_gone(kind: &str, identity: &str) -> bool {
-    let kind = if kind == "foreign table" { "table" } else { kind };
+    let kind = if kind == "foreign table" {
+        "table"
+    } else {
+        kind
+    };
     // SAFETY: in the caller's transaction; lookups that raise no ERROR.
     unsafe { object::find(kind, identity) }.is_none()
 }
