@@ -443,8 +443,8 @@ BEGIN
     WITH pub AS (
         SELECT p.oid, p.puballsequences,
                EXISTS (SELECT FROM ddl_sync.publication_sync s
-                        WHERE s.pfsyncpubid = p.oid AND s.pfsynckind = 'p'
-                          AND s.pfsyncenabled AND s.pfsyncddl <> 0) AS replicates_ddl
+                        WHERE s.pfsyncpubid = p.oid AND s.pfsyncenabled
+                          AND s.pfsyncddl <> 0) AS replicates_ddl
           FROM pg_publication p
          WHERE p.pubname = publication AND p.puballtables),
     own AS (

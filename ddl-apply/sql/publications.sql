@@ -7,10 +7,12 @@
 -- table out of FOR ALL TABLES; a subscriber with this extension leaves them out of its
 -- subscriptions instead (pg_subscription_rel), and the guide says what one without it needs.
 --
--- The capture's hook calls this after every CREATE and ALTER PUBLICATION. events_may_return:
--- the statement set only options, so an exception of ddl_sync.events is this function's
--- (made while the publication replicated no DDL), not the user's, and goes once it does;
--- otherwise a DDL publication that excepts it is refused by the hook, as the user wrote it.
+-- A publication replicates DDL while any enabled row of ddl_sync.publication_sync (its own,
+-- a schema's, an object's) takes some kind. The functions that change those rows call this
+-- with events_may_return (an exception of ddl_sync.events is then this function's, made while
+-- the publication replicated no DDL, and goes); the capture's hook calls it after every other
+-- CREATE and ALTER PUBLICATION without (a DDL publication whose statement excepts
+-- ddl_sync.events is refused, as the user wrote it).
 CREATE FUNCTION ddl_sync.keep_own_tables_out(publication name, events_may_return boolean)
 RETURNS void
 LANGUAGE plpgsql
@@ -25,8 +27,8 @@ BEGIN
     WITH pub AS (
         SELECT p.oid, p.puballsequences,
                EXISTS (SELECT FROM ddl_sync.publication_sync s
-                        WHERE s.pfsyncpubid = p.oid AND s.pfsynckind = 'p'
-                          AND s.pfsyncenabled AND s.pfsyncddl <> 0) AS replicates_ddl
+                        WHERE s.pfsyncpubid = p.oid AND s.pfsyncenabled
+                          AND s.pfsyncddl <> 0) AS replicates_ddl
           FROM pg_publication p
          WHERE p.pubname = publication AND p.puballtables),
     own AS (

@@ -125,6 +125,12 @@ pub unsafe fn take_ddl_option(
 /// (unless it is FOR ALL TABLES and leaves the table out, 19's EXCEPT: then it is refused
 /// below). Runs in the hook, after the statement succeeded.
 pub fn store(request: &Request) {
+    // SAFETY: the statement that ran, in its transaction.
+    if !request.kinds.is_empty() && !unsafe { names_no_relations(request.pstmt) } {
+        // Before storing: storing lets the extension's exception of the table go (see
+        // `ddl_sync.keep_own_tables_out`), and this one is the statement's.
+        refuse_excepted_events(&request.publication);
+    }
     let kinds = request.kinds.to_string();
     Spi::run_with_args(
         "SELECT ddl_sync.set_publication_ddl($1, $2)",
@@ -132,14 +138,9 @@ pub fn store(request: &Request) {
     )
     .or_internal("cannot store publication parameter \"ddl\"");
     if request.kinds.is_empty() {
-        keep_own_tables_out(&request.publication, false);
         return;
     }
     plugin_allowed::warn_unless_listed();
-    // SAFETY: the statement that ran, in its transaction.
-    keep_own_tables_out(&request.publication, unsafe {
-        names_no_relations(request.pstmt)
-    });
     let has_events = events_in_publication(&request.publication);
     let all_tables = Spi::get_one_with_args::<bool>(
         "SELECT puballtables FROM pg_catalog.pg_publication WHERE pubname = $1",
@@ -189,7 +190,7 @@ pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
     // SAFETY: a publication statement, by its tag, with its NUL-terminated name.
     let name = unsafe { options_of(node).map(|(_, name)| ddl_server::text::utf8_ptr(name)) };
     let Some(name) = name else { return };
-    keep_own_tables_out(&name, false);
+    keep_own_tables_out(&name);
     check_publication(&name);
 }
 
@@ -209,14 +210,37 @@ unsafe fn names_no_relations(pstmt: *mut pg_sys::PlannedStmt) -> bool {
     }
 }
 
+/// Refuses a statement that gives a publication DDL and excepts `ddl_sync.events` itself (19's
+/// `FOR ALL TABLES EXCEPT`), as [`check_publication`] would once it is stored.
+fn refuse_excepted_events(publication: &str) {
+    let Some(events) = ddl_server::relcache::relation_named("ddl_sync.events") else {
+        return;
+    };
+    let name = std::ffi::CString::new(publication).unwrap_or_default();
+    // SAFETY: catalog lookups by a NUL-terminated name (missing_ok) and by OIDs.
+    let excepted = unsafe {
+        let pubid = pg_sys::get_publication_oid(name.as_ptr(), true);
+        pubid != pg_sys::InvalidOid && ddl_server::versions::publication_excepts(pubid, events)
+    };
+    if excepted {
+        ereport!(
+            ERROR,
+            PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
+            format!(
+                "publication \"{publication}\" replicates DDL, but its FOR ALL TABLES EXCEPT \
+                 leaves out ddl_sync.events"
+            ),
+            "DDL events travel as inserts on ddl_sync.events; set ddl = 'none' to stop replicating DDL."
+        );
+    }
+}
+
 /// Keeps ddl_sync's own tables out of a `FOR ALL TABLES` publication where the server can
-/// (19's `EXCEPT`; see `ddl_sync.keep_own_tables_out`). `events_may_return`: the statement set
-/// only options, so an exception of `ddl_sync.events` is the extension's (made while the
-/// publication replicated no DDL), not the user's.
-fn keep_own_tables_out(publication: &str, events_may_return: bool) {
+/// (19's `EXCEPT`; see `ddl_sync.keep_own_tables_out`); never takes an exception away.
+fn keep_own_tables_out(publication: &str) {
     Spi::run_with_args(
-        "SELECT ddl_sync.keep_own_tables_out($1, $2)",
-        &[publication.into(), events_may_return.into()],
+        "SELECT ddl_sync.keep_own_tables_out($1, false)",
+        &[publication.into()],
     )
     .unwrap_or_else(|e| {
         errors::internal(format_args!(

@@ -132,6 +132,11 @@ fn a_native_subscription_gets_none_of_the_extensions_tables() {
     assert_eq!(own_tables_published(&publisher, "postgres", "a"), "events");
     query(&publisher, "ALTER PUBLICATION a SET (ddl = 'none')");
     assert_eq!(own_tables_published(&publisher, "postgres", "a"), "");
+    // A schema's rule that takes DDL is enough, and removing it takes the table out again.
+    let rule = query(&publisher, "SELECT ddl_sync.add_schema_rule('a', 'public')");
+    assert_eq!(own_tables_published(&publisher, "postgres", "a"), "events");
+    query(&publisher, &format!("SELECT ddl_sync.remove_rule({rule})"));
+    assert_eq!(own_tables_published(&publisher, "postgres", "a"), "");
     query(&publisher, "ALTER PUBLICATION p SET (ddl = 'all')");
     assert_eq!(own_tables_published(&publisher, "postgres", "p"), "events");
     query(&publisher, "ALTER PUBLICATION p SET (ddl = 'none')");

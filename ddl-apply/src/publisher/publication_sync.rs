@@ -133,7 +133,8 @@ fn add_object_rule(
 fn set_rule_enabled(rule: Option<pg_sys::Oid>, enabled: Option<bool>) {
     let rule = required("rule", rule);
     let enabled = required("enabled", enabled);
-    owned_publication_oid(rule_publication(rule));
+    let pubid = rule_publication(rule);
+    owned_publication_oid(pubid);
     let _owner = AsCatalogOwner::enter();
     let changed = Spi::get_one_with_args::<i64>(
         "WITH changed AS (
@@ -145,6 +146,7 @@ fn set_rule_enabled(rule: Option<pg_sys::Oid>, enabled: Option<bool>) {
     if changed.or_internal("cannot update ddl_sync.publication_sync") != Some(1) {
         missing_rule(rule);
     }
+    own_tables_follow(pubid);
 }
 
 /// Removes one row (by OID). Removing the `'p'` row leaves the publication with no DDL kinds of
@@ -153,7 +155,8 @@ fn set_rule_enabled(rule: Option<pg_sys::Oid>, enabled: Option<bool>) {
 #[search_path(pg_catalog, pg_temp)]
 fn remove_rule(rule: Option<pg_sys::Oid>) {
     let rule = required("rule", rule);
-    owned_publication_oid(rule_publication(rule));
+    let pubid = rule_publication(rule);
+    owned_publication_oid(pubid);
     let _owner = AsCatalogOwner::enter();
     let removed = Spi::get_one_with_args::<i64>(
         "WITH removed AS (
@@ -165,6 +168,21 @@ fn remove_rule(rule: Option<pg_sys::Oid>) {
     if removed.or_internal("cannot delete from ddl_sync.publication_sync") != Some(1) {
         missing_rule(rule);
     }
+    own_tables_follow(pubid);
+}
+
+/// The publication's exceptions of the extension's own tables follow whether it replicates DDL
+/// now (`ddl_sync.keep_own_tables_out`: PostgreSQL 19's `FOR ALL TABLES EXCEPT`, nothing
+/// before): `ddl_sync.events` is published exactly while some row of it takes DDL. Run as the
+/// catalog's owner (the caller's [`AsCatalogOwner`]), who may change a `FOR ALL TABLES`
+/// publication; only the exceptions of the extension's own tables change.
+fn own_tables_follow(pubid: pg_sys::Oid) {
+    Spi::run_with_args(
+        "SELECT ddl_sync.keep_own_tables_out(pubname, true)
+           FROM pg_catalog.pg_publication WHERE oid = $1",
+        &[pubid.into()],
+    )
+    .or_internal("cannot keep ddl_sync's tables out of the publication");
 }
 
 /// Validates `ddl` and `rules` and upserts the row of `target`; returns its OID. `rules` NULL
@@ -226,9 +244,11 @@ fn store(
             )
         }
     };
-    stored
+    let stored = stored
         .or_internal("cannot write ddl_sync.publication_sync")
-        .or_internal("ddl_sync.publication_sync returned no OID for the row it wrote")
+        .or_internal("ddl_sync.publication_sync returned no OID for the row it wrote");
+    own_tables_follow(pubid);
+    stored
 }
 
 /// An OID as an SPI argument that keeps 0 (InvalidOid) as 0: pgrx passes an invalid
