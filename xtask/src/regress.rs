@@ -77,8 +77,8 @@ pub fn run(args: &[&str]) -> Result {
         .count();
     if let Some(f) = report.followers.iter().find(|f| f.followed.is_err()) {
         return Err(format!(
-            "regress: the subscriber with ddl_conflict = '{}' stopped (see {FILE})",
-            f.conflict
+            "regress: the subscriber with {} stopped (see {FILE})",
+            f.configuration()
         ));
     }
     match unexplained {
@@ -105,14 +105,16 @@ fn section(r: &Report, command: &str, libraries: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "Set-up: four clusters with the same settings (`max_prepared_transactions = 0`, the \
+        "Set-up: five clusters with the same settings (`max_prepared_transactions = 0`, the \
          server default). Without our libraries: `CREATE PUBLICATION p FOR ALL TABLES`. With \
          them: `ddl_pgoutput` preloaded, `CREATE EXTENSION ddl_sync`, `CREATE PUBLICATION p FOR \
-         ALL TABLES WITH (ddl = 'all')`, and two subscribers (`ddl_sync` preloaded) with \
+         ALL TABLES WITH (ddl = 'all')`, and three subscribers (`ddl_sync` preloaded): two with \
          `CREATE SUBSCRIPTION ... WITH (ddl = 'all', ddl_conflict = 'skip' | 'error', \
          ddl_fallback_role = 'regress_ddl_fallback')`: the suite makes its roles as it goes, on \
          the publisher only, and the fallback (an ordinary role that owns the subscriber's \
-         database) runs their statements. Where a subscriber stops, the run acts as an operator would and \
+         database) runs their statements; one under `skip` without a fallback role, a user's \
+         first configuration, where every statement of those roles is refused (and the tables \
+         they made are made from their definitions). Where a subscriber stops, the run acts as an operator would and \
          lists each step: `ddl_sync.resolve_event(..., 'skip')` for a DDL event that failed \
          twice under `error`, `ALTER SUBSCRIPTION ... SKIP (lsn = ...)` for a transaction whose \
          rows failed twice. The suite runs with \
@@ -166,8 +168,8 @@ fn section(r: &Report, command: &str, libraries: &str) -> String {
 fn follower(s: &mut String, f: &Follower) {
     let _ = writeln!(
         s,
-        "### The subscriber with `ddl_conflict = '{}'`: does it follow?\n",
-        f.conflict
+        "### The subscriber with `{}`: does it follow?\n",
+        f.configuration()
     );
     match &f.followed {
         Ok(took) => {

@@ -6,10 +6,11 @@
 //! - `plain`: no library of ours, `CREATE PUBLICATION p FOR ALL TABLES`;
 //! - `publisher`: `ddl_pgoutput` preloaded, the `ddl_sync` extension, `CREATE PUBLICATION p FOR
 //!   ALL TABLES WITH (ddl = 'all')`;
-//! - two subscribers: `ddl_sync` preloaded, `CREATE SUBSCRIPTION ... WITH (ddl = 'all',
+//! - three subscribers: `ddl_sync` preloaded, `CREATE SUBSCRIPTION ... WITH (ddl = 'all',
 //!   ddl_conflict = 'skip' | 'error', ddl_fallback_role = ...)` to the publisher (the suite's
-//!   roles exist only where it runs: see [`FALLBACK_ROLE`]); an operator settles what stops
-//!   them ([`follow`]).
+//!   roles exist only where it runs: see [`FALLBACK_ROLE`]), and one under `skip` without a
+//!   fallback role (a user's first configuration: every statement of those roles is refused);
+//!   an operator settles what stops them ([`follow`]).
 //!
 //! The publication is on both servers because it changes the suite's results by itself (an
 //! UPDATE of a table without a replica identity fails where a publication publishes updates):
@@ -76,6 +77,9 @@ pub struct Report {
 pub struct Follower {
     /// Its `ddl_conflict`.
     pub conflict: &'static str,
+    /// Whether it names [`FALLBACK_ROLE`] as its `ddl_fallback_role`: without one (a user's
+    /// first configuration), every statement of the suite's roles is refused.
+    pub fallback: bool,
     /// `Ok` when it applied everything the publisher wrote (how long after the suite ended);
     /// else where it stopped.
     pub followed: Result<Duration, String>,
@@ -96,17 +100,35 @@ pub struct Follower {
     pub rows: RowCheck,
 }
 
-/// The subscribers' conflict policies, in the order of [`Report::followers`].
-const CONFLICTS: [&str; 2] = ["skip", "error"];
+impl Follower {
+    /// How it is configured, for messages: `ddl_conflict = 'skip'` and whether it has no
+    /// fallback role.
+    pub fn configuration(&self) -> String {
+        let fallback = if self.fallback {
+            ""
+        } else {
+            ", no ddl_fallback_role"
+        };
+        format!("ddl_conflict = '{}'{fallback}", self.conflict)
+    }
+}
+
+/// The subscribers, in the order of [`Report::followers`]: each one's conflict policy, whether
+/// it has a fallback role, and its name.
+const SUBSCRIBERS: [(&str, bool, &str); 3] = [
+    ("skip", true, "skip"),
+    ("error", true, "error"),
+    ("skip", false, "skip_no_fallback"),
+];
 
 /// Runs the first `groups` groups of the schedule (all when `None`) on fresh clusters; the suite
 /// is cached under `cache`. `progress` hears what is happening.
 pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Result<Report, String> {
     let plain = cluster("regress-plain", &[])?;
     let publisher = cluster("regress-pub", &["ddl_pgoutput"])?;
-    let subscribers: Vec<Cluster> = CONFLICTS
+    let subscribers: Vec<Cluster> = SUBSCRIBERS
         .iter()
-        .map(|c| cluster(&format!("regress-sub-{c}"), &["ddl_sync"]))
+        .map(|(_, _, name)| cluster(&format!("regress-sub-{name}"), &["ddl_sync"]))
         .collect::<Result<_, _>>()?;
     progress("preparing the suite");
     let suite = Suite::prepare(&plain.bin("pg_config").display().to_string(), cache)?;
@@ -121,16 +143,25 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
              ALTER DATABASE {DATABASE} SET ddl_sync.keyless_tables = native;"
         ),
     )?;
-    for (subscriber, conflict) in subscribers.iter().zip(CONFLICTS) {
+    for (subscriber, (conflict, fallback, name)) in subscribers.iter().zip(SUBSCRIBERS) {
+        let (role, option) = if fallback {
+            (
+                format!(
+                    "CREATE ROLE {FALLBACK_ROLE} NOLOGIN;
+                     ALTER DATABASE {DATABASE} OWNER TO {FALLBACK_ROLE};"
+                ),
+                format!(", ddl_fallback_role = '{FALLBACK_ROLE}'"),
+            )
+        } else {
+            (String::new(), String::new())
+        };
         sql(
             subscriber,
             &format!(
                 "CREATE EXTENSION ddl_sync;
-                 CREATE ROLE {FALLBACK_ROLE} NOLOGIN;
-                 ALTER DATABASE {DATABASE} OWNER TO {FALLBACK_ROLE};
-                 CREATE SUBSCRIPTION sub_{conflict} CONNECTION '{}' PUBLICATION p
-                     WITH (ddl = 'all', ddl_conflict = '{conflict}',
-                           ddl_fallback_role = '{FALLBACK_ROLE}')",
+                 {role}
+                 CREATE SUBSCRIPTION sub_{name} CONNECTION '{}' PUBLICATION p
+                     WITH (ddl = 'all', ddl_conflict = '{conflict}'{option})",
                 publisher.connstr(DATABASE)
             ),
         )?;
@@ -164,12 +195,12 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
 
     let publisher_schema = schema_in(&publisher, DATABASE);
     let mut followers = Vec::new();
-    for (subscriber, conflict) in subscribers.iter().zip(CONFLICTS) {
-        progress(&format!("following with ddl_conflict = '{conflict}'"));
+    for (subscriber, (conflict, fallback, name)) in subscribers.iter().zip(SUBSCRIBERS) {
+        progress(&format!("following as sub_{name}"));
         let (followed, interventions) = follow::follow(
             &publisher,
             subscriber,
-            &format!("sub_{conflict}"),
+            &format!("sub_{name}"),
             Duration::from_secs(3600),
         );
         let (events, not_applied, made, verification) = compare::events(subscriber, DATABASE)?;
@@ -182,6 +213,7 @@ pub fn run(cache: &Path, groups: Option<usize>, progress: &dyn Fn(&str)) -> Resu
         };
         followers.push(Follower {
             conflict,
+            fallback,
             followed,
             interventions,
             events,
