@@ -179,17 +179,19 @@ pub fn store(request: &Request) {
 pub unsafe fn check_after(pstmt: *mut pg_sys::PlannedStmt) {
     // SAFETY: the caller's promise: a utility statement's PlannedStmt, its tree a node.
     let node = unsafe { (*pstmt).utilityStmt };
-    // SAFETY: as above.
-    if node.is_null() || unsafe { options_of(node) }.is_none() {
+    if node.is_null() {
         return;
     }
+    // SAFETY: as above.
+    let Some((_, name)) = (unsafe { options_of(node) }) else {
+        return;
+    };
     // SAFETY: a catalog lookup (missing_ok).
     if unsafe { pg_sys::get_extension_oid(c"ddl_sync".as_ptr(), true) } == pg_sys::InvalidOid {
         return;
     }
-    // SAFETY: a publication statement, by its tag, with its NUL-terminated name.
-    let name = unsafe { options_of(node).map(|(_, name)| ddl_server::text::utf8_ptr(name)) };
-    let Some(name) = name else { return };
+    // SAFETY: a publication statement's NUL-terminated name.
+    let name = unsafe { ddl_server::text::utf8_ptr(name) };
     keep_own_tables_out(&name);
     check_publication(&name);
 }
@@ -223,14 +225,9 @@ fn refuse_excepted_events(publication: &str) {
         pubid != pg_sys::InvalidOid && ddl_server::versions::publication_excepts(pubid, events)
     };
     if excepted {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
-            format!(
-                "publication \"{publication}\" replicates DDL, but its FOR ALL TABLES EXCEPT \
-                 leaves out ddl_sync.events"
-            ),
-            "DDL events travel as inserts on ddl_sync.events; set ddl = 'none' to stop replicating DDL."
+        refuse(
+            publication,
+            "its FOR ALL TABLES EXCEPT leaves out ddl_sync.events",
         );
     }
 }
@@ -296,11 +293,16 @@ fn check_publication(publication: &str) {
         errors::internal(format_args!("cannot check publication {publication}: {e}"))
     });
     if let Some(problem) = problem {
-        ereport!(
-            ERROR,
-            PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
-            format!("publication \"{publication}\" replicates DDL, but {problem}"),
-            "DDL events travel as inserts on ddl_sync.events; set ddl = 'none' to stop replicating DDL."
-        );
+        refuse(publication, &problem);
     }
+}
+
+/// The ERROR of a publication that replicates DDL but whose `problem` would drop its events.
+fn refuse(publication: &str, problem: &str) -> ! {
+    ereport!(
+        ERROR,
+        PgSqlErrorCode::ERRCODE_INVALID_OBJECT_DEFINITION,
+        format!("publication \"{publication}\" replicates DDL, but {problem}"),
+        "DDL events travel as inserts on ddl_sync.events; set ddl = 'none' to stop replicating DDL."
+    );
 }

@@ -21,12 +21,14 @@ use ddl_server::relcache;
 use ddl_wire::{Action, Description};
 use pgrx::pg_sys;
 
-/// The kinds dropped, in the order that leaves dependents of each other to go first.
-const KINDS: [(&str, &str, u8); 4] = [
-    ("view", "VIEW", b'v'),
-    ("materialized view", "MATERIALIZED VIEW", b'm'),
-    ("foreign table", "FOREIGN TABLE", b'f'),
-    ("table", "TABLE", b'r'),
+/// The kinds dropped (the description's word, the statement's, the relkinds it covers: a
+/// partitioned table is dropped as a table), in the order that leaves dependents of each other
+/// to go first.
+const KINDS: [(&str, &str, &[u8]); 4] = [
+    ("view", "VIEW", b"v"),
+    ("materialized view", "MATERIALIZED VIEW", b"m"),
+    ("foreign table", "FOREIGN TABLE", b"f"),
+    ("table", "TABLE", b"rp"),
 ];
 
 /// Drops what the publisher's statement of `event` dropped with its object and this node
@@ -43,14 +45,14 @@ pub(super) fn drop_kept(
     else {
         return Vec::new();
     };
-    let kept = |kind: &str, relkind: u8| -> Vec<String> {
+    let kept = |kind: &str, relkinds: &[u8]| -> Vec<String> {
         published
             .objects
             .iter()
             .filter(|o| o.action == Action::Dropped && o.kind == kind)
             .filter(|o| o.identity != event.row.object_identity)
             .filter_map(|o| relcache::relation_named(&o.identity))
-            .filter(|&relid| is_of_kind(relid, relkind))
+            .filter(|&relid| relkinds.contains(&relkind(relid)))
             .filter_map(relcache::qualified_name)
             .collect()
     };
@@ -76,12 +78,8 @@ pub(super) fn drop_kept(
         settings: event.settings,
     };
     let mut notes = Vec::new();
-    for (kind, keyword, relkind) in KINDS {
-        // A partitioned table is dropped as a table.
-        let mut names = kept(kind, relkind);
-        if relkind == b'r' {
-            names.extend(kept(kind, b'p'));
-        }
+    for (kind, keyword, relkinds) in KINDS {
+        let names = kept(kind, relkinds);
         if names.is_empty() {
             continue;
         }
@@ -108,8 +106,8 @@ pub(super) fn drop_kept(
     notes
 }
 
-/// Whether relation `relid` is of `relkind`.
-fn is_of_kind(relid: pg_sys::Oid, relkind: u8) -> bool {
-    // SAFETY: a catalog cache lookup in the replay's transaction ('\0' when gone).
-    unsafe { pg_sys::get_rel_relkind(relid) as u8 == relkind }
+/// The relkind of relation `relid` (`\0` when it is gone).
+fn relkind(relid: pg_sys::Oid) -> u8 {
+    // SAFETY: a catalog cache lookup in the replay's transaction.
+    unsafe { pg_sys::get_rel_relkind(relid) as u8 }
 }
