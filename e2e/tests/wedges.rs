@@ -640,3 +640,54 @@ fn what_a_cascade_dropped_on_the_publisher_goes_here_too() {
         "table public.t1, table public.t3, view public.v3"
     );
 }
+
+#[test]
+fn a_cascade_drops_here_only_what_its_role_may_drop() {
+    let (publisher, subscriber) = subscribed_pair("wedge-cascade-rights", "skip");
+    // Two roles created LOGIN only, on both nodes. On the publisher victim's view depends on
+    // mallory's table, and mallory's DROP ... CASCADE takes it (PostgreSQL drops dependents
+    // whoever owns them); here victim's view of that name reads another table, so the
+    // description's "dropped with it" names victim's view, which mallory may not drop.
+    for pg in [&publisher, &subscriber] {
+        query(pg, "CREATE ROLE mallory LOGIN; CREATE ROLE victim LOGIN;");
+    }
+    query(
+        &subscriber,
+        "CREATE TABLE victims (a int);
+         CREATE VIEW v AS SELECT a FROM victims;
+         ALTER TABLE victims OWNER TO victim;
+         ALTER VIEW v OWNER TO victim;",
+    );
+    query(
+        &publisher,
+        "GRANT CREATE ON SCHEMA public TO mallory, victim;
+         SET ROLE mallory;
+         CREATE TABLE m (a int PRIMARY KEY);
+         GRANT SELECT ON m TO victim;
+         SET ROLE victim;
+         CREATE VIEW v AS SELECT a FROM m;
+         SET ROLE mallory;
+         DROP TABLE m CASCADE;
+         RESET ROLE;",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT relowner::regrole FROM pg_class WHERE oid = 'v'::regclass"
+        ),
+        "victim"
+    );
+    let drop = query(
+        &subscriber,
+        "SELECT status || '|' || detail FROM ddl_sync.apply_log WHERE command_tag = 'DROP TABLE'",
+    );
+    // Kept, and verification says the view is still here.
+    assert!(
+        drop.starts_with("diverged|")
+            && drop.contains("kept here, though the publisher's statement dropped it")
+            && drop.contains("public.v")
+            && drop.contains("must be owner of view v"),
+        "{drop}"
+    );
+}
