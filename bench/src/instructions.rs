@@ -93,7 +93,7 @@ const CONFIGS: [Config; 6] = [
 
 /// The functions whose inclusive counts explain the capture's cost: (symbol as callgrind
 /// names it, what it is).
-const PROFILE: [(&str, &str); 21] = [
+const PROFILE: [(&str, &str); 22] = [
     (
         "EventTriggerDDLCommandEnd",
         "PostgreSQL fires ddl_command_end",
@@ -147,8 +147,12 @@ const PROFILE: [(&str, &str); 21] = [
         "the settings a description is made with, set and restored",
     ),
     (
+        "ddl_server::describe::relation::plain",
+        "a table with nothing to deparse described: names, types and flags",
+    ),
+    (
         "ddl_server::describe::relation::described",
-        "a relation described: its columns and parts",
+        "a relation described in full: its columns and parts, deparsed",
     ),
     (
         "ddl_server::bindings::referenced",
@@ -170,7 +174,7 @@ const PROFILE: [(&str, &str); 21] = [
     ),
     (
         "EventTriggerSQLDropAddObject",
-        "PostgreSQL keeps each dropped object's identity (while a sql_drop trigger is enabled)",
+        "PostgreSQL keeps each dropped object's identity (while any sql_drop or ddl_command_end trigger is enabled)",
     ),
 ];
 

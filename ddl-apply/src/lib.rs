@@ -125,6 +125,8 @@ mod catalog_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod contract_tests;
 #[cfg(any(test, feature = "pg_test"))]
+mod text_tests;
+#[cfg(any(test, feature = "pg_test"))]
 pub(crate) use catalog_tests::tests;
 
 /// Required by `cargo pgrx test`.

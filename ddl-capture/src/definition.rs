@@ -161,7 +161,7 @@ unsafe fn result_columns(query: *mut pg_sys::Node) -> Option<pg_sys::TupleDesc> 
 /// # Safety
 /// `name` is a NUL-terminated string in the database encoding, valid for the call; in a
 /// transaction (a type or collation that does not exist is an ERROR).
-pub(crate) unsafe fn column(
+unsafe fn column(
     name: *const c_char,
     type_id: pg_sys::Oid,
     typmod: i32,

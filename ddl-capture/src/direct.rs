@@ -48,7 +48,8 @@ pub unsafe fn target(tag: &str, s: &Statement) -> Option<Target> {
                     .created_relations
                     .iter()
                     .find(|(_, column)| *column == 0)?;
-                table(*relid, stmt.relation, Vec::new())
+                let made_alone = stmt.inhRelations.is_null();
+                table(*relid, stmt.relation, Vec::new(), made_alone)
             }
             (pg_sys::NodeTag::T_AlterTableStmt, "ALTER TABLE") => {
                 let stmt = &*node.cast::<pg_sys::AlterTableStmt>();
@@ -63,7 +64,7 @@ pub unsafe fn target(tag: &str, s: &Statement) -> Option<Target> {
                     .filter(|(rel, column)| rel == relid && *column > 0)
                     .map(|(_, column)| volatile::Subcommand::AddColumn(*column as i16))
                     .collect();
-                table(*relid, stmt.relation, added)
+                table(*relid, stmt.relation, added, false)
             }
             _ => None,
         }
@@ -114,8 +115,9 @@ unsafe fn only_adds_columns(stmt: &pg_sys::AlterTableStmt) -> bool {
     only
 }
 
-/// Table `relid` as the target; `None` (for the collection) when it is a relation of another
-/// kind, or not the table the statement names by `name` (a check, not a lookup).
+/// Table `relid` as the target (`made_alone`: the statement made it without parents); `None`
+/// (for the collection) when it is a relation of another kind, or not the table the statement
+/// names by `name` (a check, not a lookup).
 ///
 /// # Safety
 /// In a transaction that can see `relid`; `name` is the statement's RangeVar.
@@ -123,6 +125,7 @@ unsafe fn table(
     relid: pg_sys::Oid,
     name: *const pg_sys::RangeVar,
     subcommands: Vec<volatile::Subcommand>,
+    made_alone: bool,
 ) -> Option<Target> {
     ddl_server::relcache::with_relation(relid, |rel| {
         // SAFETY: an open relation's pg_class row; catalog lookups of its namespace; the
@@ -149,6 +152,8 @@ unsafe fn table(
                 command: std::ptr::null_mut(),
                 subcommands,
                 relations: vec![u32::from(relid)],
+                made_alone,
+                namespace_id: u32::from(class.relnamespace),
             })
         }
     })

@@ -88,6 +88,8 @@ pub unsafe fn capture(pstmt: *mut pg_sys::PlannedStmt) -> bool {
             uses: table.uses,
         }),
         relations: Vec::new(),
+        made_alone: false,
+        namespace_id: 0,
         command: std::ptr::null_mut(),
         subcommands: Vec::new(),
     };

@@ -5,20 +5,24 @@
 //! them stops its subscription. A row needs little of a table: its columns by name and type
 //! (pgoutput sends no generated column), and for UPDATE and DELETE the replica identity key. So
 //! the record describes each such table as `CREATE TABLE <schema>.<name> (<column> <type>
-//! [COLLATE c], ..., [PRIMARY KEY (<key>)]);`, types and collations schema-qualified, and the
-//! subscriber makes what it lacks from that (ddl-apply's `replay/tables.rs`).
+//! [COLLATE c], ..., [PRIMARY KEY (<key>)]);`, and the subscriber makes what it lacks from that
+//! (ddl-apply's `replay/tables.rs`, which reads it with `pg_catalog` alone on the search_path).
+//! Types and collations are written as the record's description writes them
+//! (`ddl_server::describe`): those of `pg_catalog` unqualified, any other schema-qualified; so
+//! the columns of the table the description describes are taken from it, not read again.
 
-use crate::definition::{column, text};
-use ddl_server::text::utf8_identifier as identifier;
+use crate::definition::text;
+use ddl_server::text::{quote_identifier, utf8_identifier as identifier};
+use ddl_wire::ObjectDescription;
 use pgrx::pg_sys;
-use std::ffi::CStr;
 
 /// The definitions of the permanent tables among `relations` (OIDs from the command
-/// collection), one per line; empty when there are none.
+/// collection), one per line; empty when there are none. `described`: a table among them and
+/// its description, made after the statement (its columns are taken from it).
 ///
 /// # Safety
 /// In the transaction of the statement that reported `relations`.
-pub unsafe fn tables(relations: &[u32]) -> String {
+pub unsafe fn tables(relations: &[u32], described: Option<(u32, &ObjectDescription)>) -> String {
     let mut seen = Vec::with_capacity(relations.len());
     let mut out = Vec::new();
     for &oid in relations {
@@ -26,10 +30,11 @@ pub unsafe fn tables(relations: &[u32]) -> String {
             continue;
         }
         seen.push(oid);
+        let description = described.filter(|(relid, _)| *relid == oid).map(|(_, d)| d);
         // A relation that is gone was dropped again by the same statement.
         // SAFETY: `rel` is open for the call, in the caller's transaction.
         let made = ddl_server::relcache::with_relation(pg_sys::Oid::from(oid), |rel| unsafe {
-            definition(rel)
+            definition(rel, description)
         });
         out.extend(made.flatten());
     }
@@ -37,65 +42,123 @@ pub unsafe fn tables(relations: &[u32]) -> String {
 }
 
 /// `CREATE TABLE ...;` of `rel` when rows of it can be published: a permanent table, outside the
-/// server's own schemas.
+/// server's own schemas. Its name and columns are those of `described` (its description) when
+/// given.
 ///
 /// # Safety
 /// `rel` is an open relation; in a transaction.
-unsafe fn definition(rel: pg_sys::Relation) -> Option<String> {
+unsafe fn definition(
+    rel: pg_sys::Relation,
+    described: Option<&ObjectDescription>,
+) -> Option<String> {
     // SAFETY: the caller's promise: an open relation's pg_class row.
     let class = unsafe { &*(*rel).rd_rel };
     let is_table = class.relkind == pg_sys::RELKIND_RELATION as std::ffi::c_char
         || class.relkind == pg_sys::RELKIND_PARTITIONED_TABLE as std::ffi::c_char;
+    // A temporary table is not permanent either.
     if !is_table
         || class.relpersistence != pg_sys::RELPERSISTENCE_PERMANENT as std::ffi::c_char
-        // SAFETY: tests of a namespace OID (syscache lookups at most).
+        // SAFETY: tests of a namespace OID.
         || unsafe {
             pg_sys::IsCatalogNamespace(class.relnamespace)
                 || pg_sys::IsToastNamespace(class.relnamespace)
-                || pg_sys::isAnyTempNamespace(class.relnamespace)
         }
     {
         return None;
     }
-    // SAFETY: a syscache lookup, NULL for a namespace that is gone.
-    let schema = unsafe { pg_sys::get_namespace_name(class.relnamespace) };
-    // SAFETY: not NULL: a NUL-terminated name.
-    if schema.is_null() || unsafe { CStr::from_ptr(schema) }.to_bytes() == b"information_schema" {
-        return None;
-    }
     // SAFETY: the open relation's descriptor, of `natts` attributes.
     let attrs = unsafe { ddl_server::versions::attributes((*rel).rd_att) };
-    let mut items: Vec<String> = attrs
-        .iter()
-        .filter(|a| !a.attisdropped && a.attgenerated == 0)
-        .map(|a| {
-            // SAFETY: a NameData is NUL-terminated; the type, typmod and collation are the
-            // column's own.
-            unsafe {
-                column(
-                    a.attname.data.as_ptr(),
-                    a.atttypid,
-                    a.atttypmod,
-                    a.attcollation,
-                )
+    let mut columns = String::with_capacity(128);
+    let table = match described {
+        // Named as the description names it: `quote_qualified_identifier` of its schema and name.
+        Some(described) => {
+            for c in described.columns.iter().filter(|c| c.generated.is_none()) {
+                let name = quote_identifier(&c.name);
+                push_column(&mut columns, &name, &c.type_name, c.collation.as_deref());
             }
-        })
-        .collect();
-    if items.is_empty() {
-        return None; // a table of no columns: its rows need nothing either
+            described.identity.clone()
+        }
+        // SAFETY: as above.
+        None => unsafe {
+            push_columns(&mut columns, attrs);
+            qualified_name(class)?
+        },
+    };
+    // A table of no columns: its rows need nothing either. information_schema's are the
+    // server's own (and its name is never quoted).
+    if columns.is_empty() || table.starts_with("information_schema.") {
+        return None;
     }
     // SAFETY: the open relation and its attributes.
     if let Some(key) = unsafe { replica_identity_key(rel, attrs) } {
-        items.push(format!("PRIMARY KEY ({key})"));
+        columns.push_str(", PRIMARY KEY (");
+        columns.push_str(&key);
+        columns.push(')');
     }
-    // SAFETY: two NUL-terminated names, the schema's and the relation's.
-    let table = unsafe {
-        text(pg_sys::quote_qualified_identifier(
-            schema,
-            class.relname.data.as_ptr(),
-        ))
-    };
-    Some(format!("CREATE TABLE {table} ({});", items.join(", ")))
+    let mut sql = String::with_capacity(table.len() + columns.len() + 18);
+    for part in ["CREATE TABLE ", &table, " (", &columns, ");"] {
+        sql.push_str(part);
+    }
+    Some(sql)
+}
+
+/// `schema.name` of the relation of pg_class row `class`; `None` when its schema is gone.
+///
+/// # Safety
+/// `class` is an open relation's pg_class row; in a transaction.
+unsafe fn qualified_name(class: &pg_sys::FormData_pg_class) -> Option<String> {
+    // SAFETY: the caller's promise; a syscache lookup (NULL for a schema that is gone), two
+    // NUL-terminated names, a new string.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(class.relnamespace);
+        (!schema.is_null()).then(|| {
+            text(pg_sys::quote_qualified_identifier(
+                schema,
+                class.relname.data.as_ptr(),
+            ))
+        })
+    }
+}
+
+/// Adds to `columns` those of `attrs` that rows carry (not dropped, not generated), as
+/// [`push_column`] writes them.
+///
+/// # Safety
+/// `attrs` are an open relation's; in a transaction.
+unsafe fn push_columns(columns: &mut String, attrs: &[pg_sys::FormData_pg_attribute]) {
+    for a in attrs
+        .iter()
+        .filter(|a| !a.attisdropped && a.attgenerated == 0)
+    {
+        // SAFETY: a NameData is NUL-terminated; the type, typmod and collation are the
+        // column's own (catalog cache lookups).
+        unsafe {
+            let collation = (a.attcollation != pg_sys::InvalidOid
+                && a.attcollation != pg_sys::get_typcollation(a.atttypid))
+            .then(|| ddl_server::describe::collation_name(a.attcollation))
+            .flatten();
+            push_column(
+                columns,
+                &identifier(a.attname.data.as_ptr()),
+                &ddl_server::describe::type_name(a.atttypid, a.atttypmod),
+                collation.as_deref(),
+            );
+        }
+    }
+}
+
+/// Adds `<name> <type>[ COLLATE <collation>]` (the name quoted) to the list `columns`.
+fn push_column(columns: &mut String, name: &str, type_name: &str, collation: Option<&str>) {
+    if !columns.is_empty() {
+        columns.push_str(", ");
+    }
+    columns.push_str(name);
+    columns.push(' ');
+    columns.push_str(type_name);
+    if let Some(collation) = collation {
+        columns.push_str(" COLLATE ");
+        columns.push_str(collation);
+    }
 }
 
 /// The columns of the replica identity index (the primary key, or `REPLICA IDENTITY USING

@@ -107,6 +107,10 @@ pub(crate) struct Target {
     /// Every relation the command collection reported for the statement (the record's
     /// `tables` describes those that are tables).
     pub relations: Vec<u32>,
+    /// The statement made the target, a table, without parents (`direct.rs`).
+    pub made_alone: bool,
+    /// The OID of the target's schema when known without a lookup by name, else 0.
+    pub namespace_id: u32,
 }
 
 /// A statement recorded instead of the client's text, in PostgreSQL's own syntax whatever the
@@ -187,6 +191,8 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     };
     let namespace_id = if target.class_id == u32::from(pg_sys::NamespaceRelationId) {
         target.object_id
+    } else if target.namespace_id != 0 {
+        target.namespace_id
     } else {
         namespace_oid(&target.schema)
     };
@@ -242,10 +248,43 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     if !forwarded {
         keyless::consider(target);
     }
+    let renamed_from = statement::with_innermost(|s| s.renamed_from.clone())
+        .flatten()
+        .unwrap_or_default();
+    let record = match &recorded {
+        Some(recorded) => DdlRecord {
+            dialect: "postgres",
+            command_tag: recorded.tag.unwrap_or(tag),
+            sql: &recorded.sql,
+            renamed_from: &renamed_from,
+            ..record
+        },
+        None => DdlRecord {
+            renamed_from: &renamed_from,
+            ..record
+        },
+    };
+    // Not for a statement captured before it runs: its objects do not exist yet.
+    let made = recorded.as_ref().is_none_or(|r| r.tables.is_none());
+    let known = ddl_server::describe::Known {
+        relation: (target.class_id == u32::from(pg_sys::RelationRelationId))
+            .then(|| pg_sys::Oid::from(target.object_id)),
+        made_alone: target.made_alone,
+    };
+    let description = if made { describe(&record, known) } else { None };
+    // The target's columns, when the description has them, for the record's `tables`.
+    let described_table = description
+        .as_ref()
+        .and_then(|d| d.objects.first())
+        .filter(|o| {
+            o.kind == "table" && o.action != Action::Dropped && o.identity == record.object_identity
+        })
+        .zip(known.relation)
+        .map(|(object, relid)| (u32::from(relid), object));
     let tables = match recorded.as_ref().and_then(|r| r.tables.clone()) {
         Some(tables) => tables,
         // SAFETY: in the statement's transaction, the relations it reported.
-        None => unsafe { shape::tables(&target.relations) },
+        None => unsafe { shape::tables(&target.relations, described_table) },
     };
     let mut uses = recorded
         .as_ref()
@@ -254,28 +293,10 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     // SAFETY: in the statement's transaction, after it ran (or, captured before, with what it
     // will make in `uses`).
     let bindings = unsafe { bindings(&mut uses) };
-    let renamed_from = statement::with_innermost(|s| s.renamed_from.clone())
-        .flatten()
-        .unwrap_or_default();
+    let description = description.map(|d| d.to_json());
     let record = DdlRecord {
         tables: &tables,
         bindings: Some(&bindings),
-        renamed_from: &renamed_from,
-        ..record
-    };
-    let record = match &recorded {
-        Some(recorded) => DdlRecord {
-            dialect: "postgres",
-            command_tag: recorded.tag.unwrap_or(tag),
-            sql: &recorded.sql,
-            ..record
-        },
-        None => record,
-    };
-    // Not for a statement captured before it runs: its objects do not exist yet.
-    let made = recorded.as_ref().is_none_or(|r| r.tables.is_none());
-    let description = if made { describe(&record) } else { None };
-    let record = DdlRecord {
         description: description.as_deref().unwrap_or(""),
         ..record
     };
@@ -289,13 +310,14 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
 /// backend's catalog caches hold what the statement just touched, which a walsender would
 /// rebuild from its historic snapshot (most of a description's cost there), and the
 /// statement's locks are this backend's own.
-fn describe(record: &DdlRecord<'_>) -> Option<String> {
+fn describe(record: &DdlRecord<'_>, known: ddl_server::describe::Known) -> Option<Description> {
     match ddl_server::describe::statement(
         record.command_tag,
         record.object_identity,
         record.renamed_from,
+        known,
     ) {
-        Ok(description) => with_dropped_dependents(description).map(|d| d.to_json()),
+        Ok(description) => with_dropped_dependents(description),
         Err(e) => {
             warning!(
                 "ddl_sync: {} {} is replicated without its description, which subscribers \
@@ -434,6 +456,8 @@ fn target(tag: &str) -> Option<Target> {
             command: row.pointer(c"command").cast(),
             subcommands: Vec::new(),
             relations: Vec::new(),
+            made_alone: false,
+            namespace_id: 0,
         };
         if is_own {
             own = Some(found);
@@ -514,6 +538,8 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         command: std::ptr::null_mut(),
         subcommands: Vec::new(),
         relations: Vec::new(),
+        made_alone: false,
+        namespace_id: 0,
     })
 }
 

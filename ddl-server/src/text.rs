@@ -13,6 +13,11 @@ use std::ffi::{c_char, CStr};
 /// # Safety
 /// In a backend, with `s` from the server.
 pub unsafe fn utf8(s: &CStr) -> String {
+    // The server's strings are valid in its encoding: in a UTF-8 database, as they are (what
+    // the conversion would return, without the call).
+    if database_is_utf8() {
+        return s.to_string_lossy().into_owned();
+    }
     let len = s.to_bytes().len() as i32;
     // SAFETY: `s` is NUL-terminated and `len` long; the result is `s` itself or a new
     // NUL-terminated string in the current memory context.
@@ -23,6 +28,30 @@ pub unsafe fn utf8(s: &CStr) -> String {
     unsafe { CStr::from_ptr(converted) }
         .to_string_lossy()
         .into_owned()
+}
+
+/// Whether this backend's database is UTF-8, asked once the backend has one: its database,
+/// and so its encoding, never changes after.
+fn database_is_utf8() -> bool {
+    thread_local! {
+        static UTF8: std::cell::OnceCell<bool> = const { std::cell::OnceCell::new() };
+    }
+    UTF8.with(|cached| {
+        if let Some(utf8) = cached.get() {
+            return *utf8;
+        }
+        // SAFETY: backend globals, set when the backend connected to its database.
+        let (connected, utf8) = unsafe {
+            (
+                pg_sys::MyDatabaseId != pg_sys::InvalidOid,
+                pg_sys::GetDatabaseEncoding() == pg_sys::pg_enc::PG_UTF8 as i32,
+            )
+        };
+        if connected {
+            let _ = cached.set(utf8);
+        }
+        utf8
+    })
 }
 
 /// [`utf8`] of a NUL-terminated server string.
@@ -43,17 +72,55 @@ pub unsafe fn utf8_identifier(name: *const c_char) -> String {
     unsafe { utf8_ptr(pg_sys::quote_identifier(name)) }
 }
 
-/// `name` (UTF-8) quoted as an identifier where it needs it (`quote_identifier`). Not
-/// converted to the database encoding and back: quote_identifier only puts `"` around (and
-/// doubles `"` in) the bytes it is given, and any byte outside ASCII makes it quote, in every
-/// encoding alike.
+/// `name` (UTF-8) quoted as an identifier where it needs it, as PostgreSQL's
+/// `quote_identifier` decides (plain lowercase letters, digits and `_`, not a keyword that
+/// needs quotes, `quote_all_identifiers` off) and writes it (`"` around, `"` doubled). Decided
+/// here but for the keyword lookup, which is the server's: identifiers are quoted for every
+/// record, most of them plain, and a round trip through a server string costs more than the
+/// test. Not converted to the database encoding: any byte outside ASCII makes it quote, in
+/// every encoding alike.
 pub fn quote_identifier(name: &str) -> String {
-    let name = std::ffi::CString::new(name).unwrap_or_default();
-    // SAFETY: quote_identifier returns its NUL-terminated argument or a palloc'd copy, valid
-    // here.
-    unsafe { CStr::from_ptr(pg_sys::quote_identifier(name.as_ptr())) }
-        .to_string_lossy()
-        .into_owned()
+    let plain = name
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_lowercase() || b == b'_')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    // SAFETY: a setting variable of this backend.
+    if plain && !unsafe { pg_sys::quote_all_identifiers } && !is_quoted_keyword(name) {
+        return name.to_string();
+    }
+    let mut quoted = String::with_capacity(name.len() + 2);
+    quoted.push('"');
+    for c in name.chars() {
+        if c == '"' {
+            quoted.push('"');
+        }
+        quoted.push(c);
+    }
+    quoted.push('"');
+    quoted
+}
+
+/// Whether `name` (plain lowercase ASCII) is a keyword that PostgreSQL quotes as an
+/// identifier: any but an unreserved one.
+fn is_quoted_keyword(name: &str) -> bool {
+    // No keyword is as long as a name may be: a longer one is none.
+    let mut text = [0u8; pg_sys::NAMEDATALEN as usize];
+    if name.len() >= text.len() {
+        return false;
+    }
+    text[..name.len()].copy_from_slice(name.as_bytes());
+    // SAFETY: a NUL-terminated string; the server's keyword list, and its categories, one per
+    // keyword number.
+    unsafe {
+        let number =
+            pg_sys::ScanKeywordLookup(text.as_ptr().cast(), &raw const pg_sys::ScanKeywords);
+        number >= 0
+            && u32::from(*pg_sys::ScanKeywordCategories.as_ptr().add(number as usize))
+                != pg_sys::UNRESERVED_KEYWORD
+    }
 }
 
 /// A `text` datum from the server, detoasted and in UTF-8.

@@ -184,8 +184,14 @@ fn is_false(b: &bool) -> bool {
 impl Description {
     /// The field's text: compact JSON, fields in the order of this crate's types.
     pub fn to_json(&self) -> String {
-        // Serializing plain structs of strings, booleans and numbers cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        // Room for a table of a few columns at once (serde_json starts smaller and grows).
+        let mut json = Vec::with_capacity(512);
+        // Serializing plain structs of strings, booleans and numbers cannot fail, and gives
+        // UTF-8.
+        match serde_json::to_writer(&mut json, self) {
+            Ok(()) => String::from_utf8(json).unwrap_or_default(),
+            Err(_) => String::new(),
+        }
     }
 
     /// The description in a field's text. An error names what is wrong; any text, however

@@ -84,10 +84,13 @@ pub fn compare(
     };
     // In the replay's transaction, after the statement.
     // Not told of a rename: `renamed_from` is the publisher's word, not compared.
-    let mut here = match ddl_server::describe::statement(command_tag, identity, "") {
-        Ok(here) => here.unwrap_or_default(),
-        Err(e) => return Verified::NotCompared(format!("not compared with the publisher: {e}")),
-    };
+    let mut here =
+        match ddl_server::describe::statement(command_tag, identity, "", Default::default()) {
+            Ok(here) => here.unwrap_or_default(),
+            Err(e) => {
+                return Verified::NotCompared(format!("not compared with the publisher: {e}"))
+            }
+        };
     // What the publisher's statement dropped with its object: gone here too (see
     // `dependents`), or a difference.
     let dependents: Vec<ObjectDescription> = published

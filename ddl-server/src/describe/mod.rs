@@ -16,6 +16,8 @@
 mod object;
 mod relation;
 
+pub use relation::{collation_name, type_name};
+
 use crate::{guc, relcache};
 use ddl_wire::{Action, Description, ObjectDescription, DESCRIPTION_VERSION};
 use pgrx::pg_sys;
@@ -30,6 +32,8 @@ use pgrx::pg_sys;
 /// needs is waited for at most a second (`lock_timeout`); the statement's own locks are the
 /// describing backend's already.
 ///
+/// `known`: what the caller knows of the statement's object besides its identity.
+///
 /// In a transaction whose catalogs are those after the statement.
 // Not inlined: `cargo xtask bench instructions` profiles it.
 #[inline(never)]
@@ -37,6 +41,7 @@ pub fn statement(
     command_tag: &str,
     identity: &str,
     renamed_from: &str,
+    known: Known,
 ) -> Result<Option<Description>, String> {
     // A statement that makes nothing described costs nothing more: known from its tag
     // before the subtransaction and the settings.
@@ -45,21 +50,47 @@ pub fn statement(
     else {
         return Ok(None);
     };
+    let relation = known.relation.filter(|_| RELATION_KINDS.contains(&kind));
     if action == Action::Dropped {
         // Nothing to deparse, and lookups that raise no ERROR: no subtransaction, no settings.
         // SAFETY: the caller's promise.
-        return Ok(unsafe { dropped(kind, identity) });
+        return Ok(unsafe { dropped(kind, identity, relation) });
     }
-    // SAFETY: the caller's promise.
-    if let Some(object) = unsafe { plain_table(action, kind, identity, renamed_from) } {
+    // A table found by name: lookups of relations raise no ERROR whatever the search_path.
+    let table = relation.or_else(|| match kind {
+        // SAFETY: the caller's promise.
+        "table" => match unsafe { object::find(kind, identity) }? {
+            object::Found::Relation(relid) => Some(relid),
+            _ => None,
+        },
+        _ => None,
+    });
+    // A table with nothing to deparse: described without the subtransaction and the settings.
+    let plain = table.filter(|_| kind == "table").and_then(|relid| {
+        // A known relation's two-part identity (not a column's) is its `schema.name`, written
+        // by PostgreSQL after the statement as a description writes it.
+        let named = relation.is_some()
+            && relcache::identity_parts(identity).is_some_and(|parts| parts.len() == 2);
+        // SAFETY: the caller's promise.
+        unsafe { relation::plain(relid, action, known.made_alone, named.then_some(identity)) }
+    });
+    if let Some(mut object) = plain {
+        if !renamed_from.is_empty() {
+            say_renamed(&mut object, identity, renamed_from);
+        }
         return Ok(Some(Description {
             version: DESCRIPTION_VERSION,
             objects: vec![object],
         }));
     }
     guarded(|| {
-        // SAFETY: the caller's promise.
-        let mut object = unsafe { described(action, kind, identity) }?;
+        let found = match table {
+            Some(relid) => object::Found::Relation(relid),
+            // SAFETY: the caller's promise.
+            None => unsafe { object::find(kind, identity) }?,
+        };
+        // SAFETY: as above.
+        let mut object = unsafe { described(found, action, kind, identity) }?;
         if !renamed_from.is_empty() {
             say_renamed(&mut object, identity, renamed_from);
         }
@@ -69,6 +100,23 @@ pub fn statement(
         })
     })
 }
+
+/// What the caller of [`statement`] knows of the statement's object besides its identity (the
+/// capture knows it from PostgreSQL; a replay compares what the catalogs say).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Known {
+    /// The relation the object is (a table, an index, ...): not looked for by name, which
+    /// costs a statement on a table it just changed a catalog scan (the name's catalog cache
+    /// entry went with the change). For a DROP, the relation PostgreSQL reported dropped: gone
+    /// without asking.
+    pub relation: Option<pg_sys::Oid>,
+    /// The statement made `relation`, a table without parents (CREATE TABLE without INHERITS
+    /// or PARTITION OF): its parents are not scanned for.
+    pub made_alone: bool,
+}
+
+/// The kinds whose objects are relations (found as one by [`object::find`]).
+const RELATION_KINDS: [&str; 5] = ["table", "view", "materialized view", "sequence", "index"];
 
 /// The relation `relid` as it is now (action `present`), as [`statement`] describes a
 /// statement's relation; `None` for a relation that is gone or not described.
@@ -175,13 +223,18 @@ pub fn is_gone(kind: &str, identity: &str) -> bool {
 }
 
 /// The description of a statement that dropped the object of `kind` named by `identity`: its
-/// kind and identity; `None` when the object is still there (the statement did not do what
-/// it says).
+/// kind and identity; `None` when the object is still there (the statement did not do what it
+/// says). `dropped_relation`: the relation PostgreSQL reported dropped, when it is one (gone:
+/// asking would cost a catalog scan, as the statement invalidated its cache entries).
 ///
 /// # Safety
 /// In a transaction.
-unsafe fn dropped(kind: &str, identity: &str) -> Option<Description> {
-    is_gone(kind, identity).then(|| Description {
+unsafe fn dropped(
+    kind: &str,
+    identity: &str,
+    dropped_relation: Option<pg_sys::Oid>,
+) -> Option<Description> {
+    (dropped_relation.is_some() || is_gone(kind, identity)).then(|| Description {
         version: DESCRIPTION_VERSION,
         objects: vec![ObjectDescription {
             action: Action::Dropped,
@@ -192,46 +245,17 @@ unsafe fn dropped(kind: &str, identity: &str) -> Option<Description> {
     })
 }
 
-/// The description of a statement on a table that has nothing PostgreSQL's deparsing writes
-/// ([`relation::is_plain_table`]), made without the subtransaction and the settings: names,
-/// types and flags, read from the relation cache and the catalogs, which no setting changes
-/// and which raise no ERROR for what the statement just made. `None` for any other object,
-/// which [`statement`] describes in full.
-///
-/// # Safety
-/// In a transaction whose catalogs are those after the statement.
-unsafe fn plain_table(
-    action: Action,
-    kind: &str,
-    identity: &str,
-    renamed_from: &str,
-) -> Option<ObjectDescription> {
-    if kind != "table" {
-        return None;
-    }
-    // SAFETY: the caller's promise; lookups by name that raise no ERROR.
-    let object::Found::Relation(relid) = (unsafe { object::find(kind, identity) })? else {
-        return None;
-    };
-    // SAFETY: as above.
-    if !unsafe { relation::is_plain_table(relid) } {
-        return None;
-    }
-    // SAFETY: as above.
-    let mut object = unsafe { relation::described(relid, action) }?;
-    if !renamed_from.is_empty() {
-        say_renamed(&mut object, identity, renamed_from);
-    }
-    Some(object)
-}
-
-/// The object of `kind` a statement with `action` (not a drop) named by `identity`.
+/// The object `found` of `kind` a statement with `action` (not a drop) named by `identity`.
 ///
 /// # Safety
 /// In a transaction, with `pg_catalog` alone on the search_path.
-unsafe fn described(action: Action, kind: &str, identity: &str) -> Option<ObjectDescription> {
-    // SAFETY: the caller's promise.
-    match unsafe { object::find(kind, identity) }? {
+unsafe fn described(
+    found: object::Found,
+    action: Action,
+    kind: &str,
+    identity: &str,
+) -> Option<ObjectDescription> {
+    match found {
         // An index is described as part of its table: CREATE INDEX changes the table.
         // SAFETY: the caller's promise.
         object::Found::Relation(relid) => unsafe {

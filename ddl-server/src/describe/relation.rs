@@ -44,7 +44,7 @@ pub(super) unsafe fn described(relid: pg_sys::Oid, action: Action) -> Option<Obj
                 Some(ObjectDescription {
                     action,
                     kind: kind.into(),
-                    identity: relcache::qualified_name(relid)?,
+                    identity: qualified_name(class)?,
                     owner: role_name(class.relowner),
                     definition: match relkind {
                         pg_sys::RELKIND_VIEW | pg_sys::RELKIND_MATVIEW => view_query(relid),
@@ -116,7 +116,13 @@ unsafe fn table(rel: pg_sys::Relation, relid: pg_sys::Oid) -> TableDescription {
             } else {
                 Vec::new()
             },
-            policies: policies(relid),
+            // Only while row security is on, when they are what reading the table obeys (a
+            // statement on a policy describes the policy whatever the table's row security).
+            policies: if class.relrowsecurity {
+                policies(relid)
+            } else {
+                Vec::new()
+            },
             rules: if class.relhasrules {
                 rules(relid)
             } else {
@@ -210,7 +216,7 @@ pub(super) unsafe fn columns(rel: pg_sys::Relation, relid: pg_sys::Oid) -> Vec<C
 ///
 /// # Safety
 /// In a transaction.
-pub(super) unsafe fn type_name(typid: pg_sys::Oid, typmod: i32) -> String {
+pub unsafe fn type_name(typid: pg_sys::Oid, typmod: i32) -> String {
     // SAFETY: the caller's promise; a catalog cache lookup, the result a new server string.
     let qualified = unsafe {
         utf8_ptr(pg_sys::format_type_extended(
@@ -231,7 +237,7 @@ pub(super) unsafe fn type_name(typid: pg_sys::Oid, typmod: i32) -> String {
 ///
 /// # Safety
 /// In a transaction.
-pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
+pub unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
     // SAFETY: the caller's promise; catalog cache lookups (NULL when gone), the row released.
     unsafe {
         let cache = versions::syscache(pg_sys::SysCacheIdentifier::COLLOID);
@@ -255,59 +261,100 @@ pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
     }
 }
 
-/// Whether table `relid` has nothing that PostgreSQL's deparsing writes (a default or
-/// generated column, a CHECK, an index and so a key, a foreign key, a trigger, a rule, a
-/// policy, row security, partitioning): then describing it reads names and flags only,
-/// which no setting changes, and needs neither the settings nor the subtransaction that
-/// deparsing is done in (they cost more than the description). A view, a materialized view,
-/// a sequence is never plain.
+/// Table `relid` after a statement did `action` to it, when it has nothing that PostgreSQL's
+/// deparsing writes (a default or generated column, a CHECK, an index and so a key, a foreign
+/// key, a trigger, a rule, row security and with it policies, partitioning): then describing it reads
+/// names and flags only, which no setting changes and which raise no ERROR, and needs neither
+/// the settings nor the subtransaction that deparsing is done in (they cost more than the
+/// description). `None` for any other relation, which [`described`] describes in full.
+///
+/// What makes a table not plain is in its pg_class row and descriptor, which the statement
+/// just rebuilt: an index leaves `relhasindex` set, a foreign key (before 18, where all are
+/// enforced) its triggers `relhastriggers`; 18's NOT ENFORCED foreign keys have no triggers,
+/// and are in the relation cache's list; policies are described only with row security. Its
+/// parents are not: pg_inherits is scanned, unless `made_alone` says the statement made the
+/// table without any. `identity`: the table's `schema.name`, when the caller has it.
 ///
 /// # Safety
-/// In a transaction.
-pub(super) unsafe fn is_plain_table(relid: pg_sys::Oid) -> bool {
+/// In a transaction whose catalogs are those after the statement.
+// Not inlined: `cargo xtask bench instructions` profiles it.
+#[inline(never)]
+pub(super) unsafe fn plain(
+    relid: pg_sys::Oid,
+    action: Action,
+    made_alone: bool,
+    identity: Option<&str>,
+) -> Option<ObjectDescription> {
     // SAFETY: the caller's promise; the open relation's descriptor, pg_class row and relcache
-    // lists (copies of ours).
-    let flags_say_plain = unsafe {
+    // lists (copies of ours), and scans of two catalogs by their indexes' first key column.
+    unsafe {
         relcache::with_relation(relid, |rel| {
             let class = &*(*rel).rd_rel;
             let constr = (*(*rel).rd_att).constr;
             // A generated column's expression is kept with the defaults.
             let expressions =
                 !constr.is_null() && ((*constr).num_defval > 0 || (*constr).num_check > 0);
-            let indexes =
-                !PgList::<pg_sys::Oid>::from_pg(pg_sys::RelationGetIndexList(rel)).is_empty();
-            let foreign_keys =
-                !PgList::<pg_sys::ForeignKeyCacheInfo>::from_pg(pg_sys::RelationGetFKeyList(rel))
-                    .is_empty();
-            class.relkind as u8 == pg_sys::RELKIND_RELATION
+            let flags_say_plain = class.relkind as u8 == pg_sys::RELKIND_RELATION
                 && !class.relispartition
                 && !class.relhastriggers
                 && !class.relhasrules
                 && !class.relrowsecurity
-                && !expressions
-                && !indexes
-                && !foreign_keys
-        })
-        .unwrap_or(false)
-    };
-    // Policies may exist while row security is off: none may.
-    // SAFETY: the caller's promise: pg_policy by polrelid, nothing deparsed.
-    flags_say_plain
-        && unsafe {
-            parts_of(
-                pg_sys::PolicyRelationId,
-                pg_sys::PolicyPolrelidPolnameIndexId,
-                pg_sys::Anum_pg_policy_polrelid,
-                relid,
-                |_, _| {
-                    Some(Part {
-                        name: String::new(),
-                        definition: String::new(),
-                    })
+                && !class.relhasindex
+                && !expressions;
+            let unenforced_foreign_keys = || {
+                pg_sys::PG_VERSION_NUM >= 180000
+                    && !PgList::<pg_sys::ForeignKeyCacheInfo>::from_pg(pg_sys::RelationGetFKeyList(
+                        rel,
+                    ))
+                    .is_empty()
+            };
+            if !flags_say_plain || unenforced_foreign_keys() {
+                return None;
+            }
+            Some(ObjectDescription {
+                action,
+                kind: "table".into(),
+                identity: match identity {
+                    Some(identity) => identity.to_string(),
+                    None => qualified_name(class)?,
                 },
-            )
-        }
-        .is_empty()
+                owner: role_name(class.relowner),
+                definition: None,
+                columns: columns(rel, relid),
+                labels: Vec::new(),
+                table: Some(TableDescription {
+                    replica_identity: replica_identity(rel, class.relreplident as u8),
+                    inherits: if made_alone {
+                        Vec::new()
+                    } else {
+                        parents(relid)
+                    },
+                    ..Default::default()
+                }),
+                renamed_from: None,
+            })
+        })
+        .flatten()
+    }
+}
+
+/// `schema.name` of the relation whose pg_class row is `class`, as [`relcache::qualified_name`]
+/// writes it, without looking the row up again.
+///
+/// # Safety
+/// `class` is an open relation's pg_class row; in a transaction.
+unsafe fn qualified_name(class: &pg_sys::FormData_pg_class) -> Option<String> {
+    // SAFETY: the caller's promise; a catalog cache lookup (NULL when gone), the result a new
+    // server string.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(class.relnamespace);
+        (!schema.is_null()).then(|| {
+            utf8_ptr(pg_sys::quote_qualified_identifier(
+                schema,
+                class.relname.data.as_ptr(),
+            ))
+        })
+    }
 }
 
 /// The constraints of `relid` (a table, or with `by_type` a domain) other than NOT NULL (a
