@@ -6,6 +6,9 @@
 use ddl_e2e::{regress, subscription_suite};
 use std::path::PathBuf;
 
+/// Test files run at once: they mostly wait for replication, so three keep two CPUs busy.
+const JOBS: usize = 3;
+
 #[test]
 fn postgresqls_subscription_suite_passes_with_the_extension_on_every_node() {
     if let Some(why) = regress::unavailable() {
@@ -15,7 +18,7 @@ fn postgresqls_subscription_suite_passes_with_the_extension_on_every_node() {
     let pg_config = std::env::var("DDL_PG_CONFIG")
         .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
     let cache = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/regress");
-    let outcome = subscription_suite::run(&pg_config, &cache, 2)
+    let outcome = subscription_suite::run(&pg_config, &cache, JOBS)
         .unwrap_or_else(|e| panic!("subscription suite: {e}"));
     eprintln!(
         "subscription suite ({}): {} test files passed in {:.0} s",

@@ -66,7 +66,7 @@ pub(crate) fn follow(
             });
             return (Err(why), interventions);
         }
-        std::thread::sleep(Duration::from_millis(500));
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
