@@ -28,6 +28,20 @@ CREATE TRIGGER event_resolution_is_node_local
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.event_resolution ENABLE REPLICA TRIGGER event_resolution_is_node_local;
 
+-- Tables the replay made from a publisher's definition for a statement whose role is refused
+-- here (ddl-apply's replay/tables.rs), owned by the subscription owner: no replayed statement
+-- can drop one (the same role's DROP is refused too), so the replay drops it when an event
+-- says the publisher dropped it (replay/made.rs). Each node's own.
+CREATE TABLE ddl_sync.made_tables (
+    relid oid PRIMARY KEY,
+    subid oid NOT NULL
+);
+REVOKE ALL ON ddl_sync.made_tables FROM PUBLIC;
+CREATE TRIGGER made_tables_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.made_tables
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.made_tables ENABLE REPLICA TRIGGER made_tables_is_node_local;
+
 CREATE  FUNCTION "failing_event_list"() RETURNS TABLE (
 	"subid" oid,  /* pgrx_pg_sys::submodules::oids::Oid */
 	"origin_sysid" bigint,  /* i64 */

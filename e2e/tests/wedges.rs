@@ -477,6 +477,73 @@ fn a_table_made_from_its_definition_is_its_roles_to_drop() {
     );
 }
 
+/// A table made from its definition for a role missing here, with no fallback role, is the
+/// subscription owner's, and that role's DROP is refused here too. PostgreSQL's rowsecurity
+/// test, with its roles on the publisher only: the kept `r1` (keyless, with the old rows) met
+/// the new `r1 (a int PRIMARY KEY)`'s first row, a duplicate key on every retry. The replay
+/// drops the made table when the publisher drops it.
+#[test]
+fn a_table_made_for_a_refused_role_goes_when_the_publisher_drops_it() {
+    let (publisher, subscriber) = subscribed_pair("wedge-made-refused", "skip");
+    query(
+        &publisher,
+        "CREATE ROLE alice LOGIN; GRANT CREATE ON SCHEMA public TO alice",
+    );
+    query(
+        &publisher,
+        "SET ROLE alice; CREATE TABLE r1 (a int); INSERT INTO r1 VALUES (10), (20);",
+    );
+    stream_goes_on(&publisher, &subscriber, 1);
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT pg_get_userbyid(relowner) || ' ' || (SELECT count(*) FROM r1)
+               FROM pg_class WHERE oid = 'r1'::regclass"
+        ),
+        "postgres 2"
+    );
+    query(
+        &publisher,
+        "SET ROLE alice;
+         DROP TABLE r1;
+         CREATE TABLE r1 (a int PRIMARY KEY);
+         INSERT INTO r1 VALUES (10), (30);
+         UPDATE r1 SET a = 11 WHERE a = 10;
+         DELETE FROM r1 WHERE a = 30;",
+    );
+    stream_goes_on(&publisher, &subscriber, 2);
+    assert_eq!(
+        query(&subscriber, "SELECT string_agg(a::text, ',') FROM r1"),
+        "11"
+    );
+    let log = log_of(&subscriber, "public.r1");
+    let drop = log
+        .iter()
+        .find(|l| l.contains("was dropped as the publisher dropped it"));
+    assert!(
+        drop.is_some_and(|l| l.starts_with("refused|")
+            && l.contains("public.r1, made here from the publisher's definition, was dropped")),
+        "{log:?}"
+    );
+    assert_eq!(
+        query(&subscriber, "SELECT count(*) FROM ddl_sync.made_tables"),
+        "1",
+        "the new r1 is remembered, the old one forgotten"
+    );
+    // A table of the same name that is not the one made here stays: the subscription owner's
+    // own, the publisher's role's DROP refused as before.
+    query(
+        &subscriber,
+        "CREATE ROLE keeper; ALTER TABLE r1 OWNER TO keeper",
+    );
+    query(&publisher, "SET ROLE alice; DROP TABLE r1");
+    stream_goes_on(&publisher, &subscriber, 3);
+    assert_eq!(
+        query(&subscriber, "SELECT to_regclass('r1') IS NOT NULL"),
+        "t"
+    );
+}
+
 /// The session settings that change what a statement means travel with it and hold around it
 /// on the subscriber: the default table access method, the date style its literals were
 /// written in. Function bodies are not checked on replay, as pg_restore does not: this one

@@ -20,6 +20,7 @@ mod detach;
 mod generated;
 mod host;
 mod limits;
+mod made;
 mod object;
 mod resolution;
 mod settings;
@@ -362,6 +363,8 @@ fn check_and_run(
                 owner.as_deref(),
                 subscription,
             ));
+            // And the tables made here for a refused role go when the publisher drops them.
+            verdict.add_notes(made::drop_dropped(event, subscription));
             verdict
         }
         Replayed::NotForHere(verdict) => verdict,

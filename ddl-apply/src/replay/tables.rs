@@ -97,7 +97,16 @@ fn make(
             (relid, is_table)
         });
     let mut note = match existing {
-        None => create(definition, &table, owner),
+        None => {
+            let note = create(definition, &table, owner);
+            // Made for a role refused here: no replayed statement can drop it (see `made`).
+            if owner.is_none() {
+                if let Some(relid) = relcache::relation_named(&table) {
+                    super::made::remember(relid, subscription);
+                }
+            }
+            note
+        }
         Some((relid, true)) => {
             let notes: Vec<String> = [
                 add_columns(definition, &table, relid, owner, subscription),
