@@ -11,7 +11,6 @@
 //! (`ddl_server::describe`): those of `pg_catalog` unqualified, any other schema-qualified; so
 //! the columns of the table the description describes are taken from it, not read again.
 
-use crate::definition::text;
 use ddl_server::text::{quote_identifier, utf8_identifier as identifier};
 use ddl_wire::ObjectDescription;
 use pgrx::pg_sys;
@@ -81,7 +80,7 @@ unsafe fn definition(
         // SAFETY: as above.
         None => unsafe {
             push_columns(&mut columns, attrs);
-            qualified_name(class)?
+            ddl_server::relcache::class_qualified_name(class)?
         },
     };
     // A table of no columns: its rows need nothing either. information_schema's are the
@@ -100,24 +99,6 @@ unsafe fn definition(
         sql.push_str(part);
     }
     Some(sql)
-}
-
-/// `schema.name` of the relation of pg_class row `class`; `None` when its schema is gone.
-///
-/// # Safety
-/// `class` is an open relation's pg_class row; in a transaction.
-unsafe fn qualified_name(class: &pg_sys::FormData_pg_class) -> Option<String> {
-    // SAFETY: the caller's promise; a syscache lookup (NULL for a schema that is gone), two
-    // NUL-terminated names, a new string.
-    unsafe {
-        let schema = pg_sys::get_namespace_name(class.relnamespace);
-        (!schema.is_null()).then(|| {
-            text(pg_sys::quote_qualified_identifier(
-                schema,
-                class.relname.data.as_ptr(),
-            ))
-        })
-    }
 }
 
 /// Adds to `columns` those of `attrs` that rows carry (not dropped, not generated), as

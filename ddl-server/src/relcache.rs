@@ -46,6 +46,25 @@ pub fn qualified_name(relid: pg_sys::Oid) -> Option<String> {
     }
 }
 
+/// [`qualified_name`] of the relation whose pg_class row is `class` (an open relation's),
+/// without looking the row up again; `None` when its schema is gone.
+///
+/// # Safety
+/// `class` is an open relation's pg_class row; in a transaction.
+pub unsafe fn class_qualified_name(class: &pg_sys::FormData_pg_class) -> Option<String> {
+    // SAFETY: the caller's promise; a catalog cache lookup (NULL when gone), the result a new
+    // server string.
+    unsafe {
+        let schema = pg_sys::get_namespace_name(class.relnamespace);
+        (!schema.is_null()).then(|| {
+            crate::text::utf8_ptr(pg_sys::quote_qualified_identifier(
+                schema,
+                class.relname.data.as_ptr(),
+            ))
+        })
+    }
+}
+
 /// The table of the column that the identity `schema.table.column` names (as
 /// [`relation_named`] reads identities); `None` for another form, or when there is none.
 pub fn relation_of_column(identity: &str) -> Option<pg_sys::Oid> {

@@ -18,7 +18,7 @@
 use super::{run_as_event, Event};
 use crate::subscriber::applying::{Config, Conflict, Subscription};
 use ddl_server::relcache;
-use ddl_wire::{Action, Description};
+use ddl_wire::Action;
 use pgrx::pg_sys;
 
 /// The kinds dropped (the description's word, the statement's, the relkinds it covers: a
@@ -38,11 +38,7 @@ pub(super) fn drop_kept(
     subscription: &Subscription,
     config: &Config,
 ) -> Vec<String> {
-    let Some(published) = event
-        .row
-        .description
-        .and_then(|d| Description::from_json(d).ok())
-    else {
+    let Some(published) = event.published() else {
         return Vec::new();
     };
     let kept = |kind: &str, relkinds: &[u8]| -> Vec<String> {

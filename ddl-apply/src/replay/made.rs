@@ -16,7 +16,7 @@
 use super::Event;
 use crate::subscriber::applying::Subscription;
 use ddl_server::{guc, relcache};
-use ddl_wire::{Action, Description};
+use ddl_wire::Action;
 use pgrx::pg_sys;
 use pgrx::spi::Spi;
 
@@ -49,11 +49,7 @@ pub(super) fn remember(relid: pg_sys::Oid, subscription: &Subscription) {
 /// Drops the tables made here for `subscription` that the publisher's statement of `event`
 /// dropped; the notes for the event's row.
 pub(super) fn drop_dropped(event: &Event<'_>, subscription: &Subscription) -> Vec<String> {
-    let Some(published) = event
-        .row
-        .description
-        .and_then(|d| Description::from_json(d).ok())
-    else {
+    let Some(published) = event.published() else {
         return Vec::new();
     };
     let dropped: Vec<pg_sys::Oid> = published

@@ -212,6 +212,13 @@ impl<'a> Event<'a> {
         self.row.tables.unwrap_or("")
     }
 
+    /// What the publisher's statement made, when the event says it and it reads.
+    fn published(&self) -> Option<ddl_wire::Description> {
+        self.row
+            .description
+            .and_then(|d| ddl_wire::Description::from_json(d).ok())
+    }
+
     /// `<system identifier> <LSN>`, for messages: the event's key.
     fn origin(&self) -> String {
         format!(

@@ -44,7 +44,7 @@ pub(super) unsafe fn described(relid: pg_sys::Oid, action: Action) -> Option<Obj
                 Some(ObjectDescription {
                     action,
                     kind: kind.into(),
-                    identity: qualified_name(class)?,
+                    identity: relcache::class_qualified_name(class)?,
                     owner: role_name(class.relowner),
                     definition: match relkind {
                         pg_sys::RELKIND_VIEW | pg_sys::RELKIND_MATVIEW => view_query(relid),
@@ -316,7 +316,7 @@ pub(super) unsafe fn plain(
                 kind: "table".into(),
                 identity: match identity {
                     Some(identity) => identity.to_string(),
-                    None => qualified_name(class)?,
+                    None => relcache::class_qualified_name(class)?,
                 },
                 owner: role_name(class.relowner),
                 definition: None,
@@ -335,25 +335,6 @@ pub(super) unsafe fn plain(
             })
         })
         .flatten()
-    }
-}
-
-/// `schema.name` of the relation whose pg_class row is `class`, as [`relcache::qualified_name`]
-/// writes it, without looking the row up again.
-///
-/// # Safety
-/// `class` is an open relation's pg_class row; in a transaction.
-unsafe fn qualified_name(class: &pg_sys::FormData_pg_class) -> Option<String> {
-    // SAFETY: the caller's promise; a catalog cache lookup (NULL when gone), the result a new
-    // server string.
-    unsafe {
-        let schema = pg_sys::get_namespace_name(class.relnamespace);
-        (!schema.is_null()).then(|| {
-            utf8_ptr(pg_sys::quote_qualified_identifier(
-                schema,
-                class.relname.data.as_ptr(),
-            ))
-        })
     }
 }
 
