@@ -114,10 +114,7 @@ unsafe fn push_columns(columns: &mut String, attrs: &[pg_sys::FormData_pg_attrib
         // SAFETY: a NameData is NUL-terminated; the type, typmod and collation are the
         // column's own (catalog cache lookups).
         unsafe {
-            let collation = (a.attcollation != pg_sys::InvalidOid
-                && a.attcollation != pg_sys::get_typcollation(a.atttypid))
-            .then(|| ddl_server::describe::collation_name(a.attcollation))
-            .flatten();
+            let collation = ddl_server::describe::column_collation(a.atttypid, a.attcollation);
             push_column(
                 columns,
                 &identifier(a.attname.data.as_ptr()),

@@ -72,6 +72,7 @@ pub(super) fn drop_kept(
             ..event.row
         },
         settings: event.settings,
+        published: None,
     };
     let mut notes = Vec::new();
     for (kind, keyword, relkinds) in KINDS {

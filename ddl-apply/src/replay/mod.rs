@@ -190,18 +190,21 @@ fn legacy(
     TableIterator::once((status, detail, adapter, seconds))
 }
 
-/// An event being replayed: the row, and the settings it names, parsed.
-#[derive(Clone, Copy)]
+/// An event being replayed: the row, and the settings and description it holds, parsed.
 struct Event<'a> {
     row: ddl_wire::DdlEvent<'a>,
     /// The session settings that change what the statement means (see [`settings`]).
     settings: settings::Settings<'a>,
+    /// The row's `description` read, once for every step that needs it (the verification,
+    /// the follow-ups): what the publisher's statement made, or why it does not read.
+    published: Option<Result<ddl_wire::Description, ddl_wire::DescriptionError>>,
 }
 
 impl<'a> Event<'a> {
     fn new(row: ddl_wire::DdlEvent<'a>) -> Event<'a> {
         Event {
             settings: settings::parse(row.settings.unwrap_or("")),
+            published: row.description.map(ddl_wire::Description::from_json),
             row,
         }
     }
@@ -213,10 +216,8 @@ impl<'a> Event<'a> {
     }
 
     /// What the publisher's statement made, when the event says it and it reads.
-    fn published(&self) -> Option<ddl_wire::Description> {
-        self.row
-            .description
-            .and_then(|d| ddl_wire::Description::from_json(d).ok())
+    fn published(&self) -> Option<&ddl_wire::Description> {
+        self.published.as_ref()?.as_ref().ok()
     }
 
     /// `<system identifier> <LSN>`, for messages: the event's key.
@@ -330,6 +331,7 @@ fn run_as_event(
             ..event.row
         },
         settings: event.settings,
+        published: event.published.clone(),
     };
     Ok(check_and_run(&replacement, subscription, config))
 }
@@ -530,7 +532,7 @@ fn verify_made(
     match verify::compare(
         event.row.command_tag,
         event.row.object_identity,
-        event.row.description,
+        event.published.as_ref().map(Result::as_ref),
         on_purpose,
     ) {
         Verified::NotDescribed => {}

@@ -9,7 +9,7 @@
 //! owner of what a statement made when it ran as `ddl_fallback_role` because its role does not
 //! exist here.
 
-use ddl_wire::{Action, Description, Difference, ObjectDescription};
+use ddl_wire::{Action, Description, DescriptionError, Difference, ObjectDescription};
 
 /// What the comparison found.
 pub enum Verified {
@@ -68,19 +68,17 @@ impl OnPurpose {
 }
 
 /// Compares what the replay of `command_tag` on `identity` made with `published`, the event's
-/// description; `on_purpose`: what the replay changed knowingly.
+/// description as read; `on_purpose`: what the replay changed knowingly.
 pub fn compare(
     command_tag: &str,
     identity: &str,
-    published: Option<&str>,
+    published: Option<Result<&Description, &DescriptionError>>,
     on_purpose: &OnPurpose,
 ) -> Verified {
-    let Some(published) = published else {
-        return Verified::NotDescribed;
-    };
-    let published = match Description::from_json(published) {
-        Ok(published) => published,
-        Err(e) => return Verified::NotCompared(format!("not compared: the publisher's {e}")),
+    let published = match published {
+        None => return Verified::NotDescribed,
+        Some(Ok(published)) => published,
+        Some(Err(e)) => return Verified::NotCompared(format!("not compared: the publisher's {e}")),
     };
     // In the replay's transaction, after the statement.
     // Not told of a rename: `renamed_from` is the publisher's word, not compared.
@@ -113,7 +111,7 @@ pub fn compare(
         .collect();
     here.objects.extend(dependents);
     let (expected, diverged): (Vec<Difference>, Vec<Difference>) =
-        ddl_wire::differences(&published, &here)
+        ddl_wire::differences(published, &here)
             .into_iter()
             .partition(|d| on_purpose.reason(d).is_some());
     if !diverged.is_empty() {

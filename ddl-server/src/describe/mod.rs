@@ -16,7 +16,7 @@
 mod object;
 mod relation;
 
-pub use relation::{collation_name, type_name};
+pub use relation::{column_collation, type_name};
 
 use crate::{guc, relcache};
 use ddl_wire::{Action, Description, ObjectDescription, DESCRIPTION_VERSION};

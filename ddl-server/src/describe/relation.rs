@@ -189,10 +189,7 @@ pub(super) unsafe fn columns(rel: pg_sys::Relation, relid: pg_sys::Oid) -> Vec<C
                 ColumnDescription {
                     name: utf8_ptr(a.attname.data.as_ptr()),
                     type_name: type_name(a.atttypid, a.atttypmod),
-                    collation: (a.attcollation != pg_sys::InvalidOid
-                        && a.attcollation != pg_sys::get_typcollation(a.atttypid))
-                    .then(|| collation_name(a.attcollation))
-                    .flatten(),
+                    collation: column_collation(a.atttypid, a.attcollation),
                     not_null: a.attnotnull,
                     default: expression.clone().filter(|_| generated.is_none()),
                     identity: match a.attidentity as u8 {
@@ -231,13 +228,27 @@ pub unsafe fn type_name(typid: pg_sys::Oid, typmod: i32) -> String {
     }
 }
 
+/// The collation `collid` of a column of type `typid`, as [`collation_name`] writes it, when it
+/// is not the type's own (as CREATE TABLE would infer it); `None` when it is, or there is none.
+///
+/// # Safety
+/// In a transaction.
+pub unsafe fn column_collation(typid: pg_sys::Oid, collid: pg_sys::Oid) -> Option<String> {
+    // SAFETY: the caller's promise; catalog cache lookups.
+    unsafe {
+        (collid != pg_sys::InvalidOid && collid != pg_sys::get_typcollation(typid))
+            .then(|| collation_name(collid))
+            .flatten()
+    }
+}
+
 /// Collation `collid` as `generate_collation_name` writes it under `search_path = pg_catalog`
 /// whatever the search_path is: one of `pg_catalog` unqualified, any other qualified; `None`
 /// for one that is gone.
 ///
 /// # Safety
 /// In a transaction.
-pub unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
+pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
     // SAFETY: the caller's promise; catalog cache lookups (NULL when gone), the row released.
     unsafe {
         let cache = versions::syscache(pg_sys::SysCacheIdentifier::COLLOID);
