@@ -48,7 +48,7 @@ pub unsafe fn target(tag: &str, s: &Statement) -> Option<Target> {
                     .created_relations
                     .iter()
                     .find(|(_, column)| *column == 0)?;
-                let made_alone = stmt.inhRelations.is_null();
+                let made_alone = stmt.inhRelations.is_null() && !references(stmt);
                 table(*relid, stmt.relation, Vec::new(), made_alone)
             }
             (pg_sys::NodeTag::T_AlterTableStmt, "ALTER TABLE") => {
@@ -115,7 +115,39 @@ unsafe fn only_adds_columns(stmt: &pg_sys::AlterTableStmt) -> bool {
     only
 }
 
-/// Table `relid` as the target (`made_alone`: the statement made it without parents); `None`
+/// Whether CREATE TABLE `stmt` declares a foreign key (PostgreSQL adds those after making the
+/// table, from the same tree).
+///
+/// # Safety
+/// `stmt` is a statement's tree.
+unsafe fn references(stmt: &pg_sys::CreateStmt) -> bool {
+    let is_foreign_key = |node: *mut pg_sys::Node| {
+        // SAFETY: a node of the tree, read as the struct its tag says.
+        unsafe {
+            (*node).type_ == pg_sys::NodeTag::T_Constraint
+                && (*node.cast::<pg_sys::Constraint>()).contype
+                    == pg_sys::ConstrType::CONSTR_FOREIGN
+        }
+    };
+    // SAFETY: the caller's promise: table elements are column definitions (each with a List of
+    // constraints), table constraints and LIKE clauses.
+    unsafe {
+        pgrx::list::PgList::<pg_sys::Node>::from_pg(stmt.tableElts)
+            .iter_ptr()
+            .any(|element| match (*element).type_ {
+                pg_sys::NodeTag::T_ColumnDef => {
+                    let column = &*element.cast::<pg_sys::ColumnDef>();
+                    pgrx::list::PgList::<pg_sys::Node>::from_pg(column.constraints)
+                        .iter_ptr()
+                        .any(is_foreign_key)
+                }
+                _ => is_foreign_key(element),
+            })
+    }
+}
+
+/// Table `relid` as the target (`made_alone`: the statement made it without parents or foreign
+/// keys); `None`
 /// (for the collection) when it is a relation of another kind, or not the table the statement
 /// names by `name` (a check, not a lookup).
 ///

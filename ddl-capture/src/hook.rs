@@ -21,6 +21,7 @@ pub unsafe fn install() {
     unsafe {
         statement::forget_aborted_statements();
         crate::replay_origin::clear_at_transaction_end();
+        ddl_server::xact::at_subtransaction_start(crate::emit::pad_before_subtransaction);
         install_hook();
         crate::objects::install();
     }

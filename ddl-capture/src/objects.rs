@@ -273,6 +273,7 @@ unsafe fn described(object: &pg_sys::ObjectAddress) -> Option<Dropped> {
         Some(Dropped {
             original: true,
             schema,
+            namespace_id: u32::from(namespace),
             identity: ddl_server::text::utf8_ptr(pg_sys::getObjectIdentity(object, false)),
             object_type: ddl_server::text::utf8_ptr(pg_sys::getObjectTypeDescription(
                 object, false,

@@ -24,6 +24,8 @@ pub struct Dropped {
     /// dropped with it (which the record's description lists): empty for the others, which the
     /// capture only compares by OID.
     pub schema: String,
+    /// The OID of `schema`, when the hook read it (0: look it up by name).
+    pub namespace_id: u32,
     pub identity: String,
     pub object_type: String,
     pub temporary: bool,
@@ -38,6 +40,7 @@ impl Dropped {
             sub_id,
             original: false,
             schema: String::new(),
+            namespace_id: 0,
             identity: String::new(),
             object_type: String::new(),
             temporary: false,

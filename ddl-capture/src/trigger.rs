@@ -77,13 +77,10 @@ pub unsafe extern "C-unwind" fn ddl_sync_capture_ddl_command_end(
     // Statements of an extension script are the CREATE/ALTER EXTENSION's business.
     // SAFETY: a backend global, true while an extension script runs.
     if !unsafe { pg_sys::creating_extension } {
-        // SAFETY: the trigger's EventTriggerData; a tag's name is a static string, ASCII by
-        // construction (PostgreSQL's cmdtaglist.h).
-        let tag = unsafe { CStr::from_ptr(pg_sys::GetCommandTagName((*data).tag)) }
-            .to_string_lossy()
-            .into_owned();
+        // SAFETY: the trigger's EventTriggerData.
+        let tag = unsafe { ddl_server::event_trigger::tag_name(data) };
         // SAFETY: in the ddl_command_end trigger, which fires inside the statement.
-        unsafe { capture(&tag) };
+        unsafe { capture(tag) };
     }
     pg_sys::Datum::from(0usize)
 }
@@ -107,7 +104,7 @@ pub(crate) struct Target {
     /// Every relation the command collection reported for the statement (the record's
     /// `tables` describes those that are tables).
     pub relations: Vec<u32>,
-    /// The statement made the target, a table, without parents (`direct.rs`).
+    /// The statement made the target, a table, without parents or foreign keys (`direct.rs`).
     pub made_alone: bool,
     /// The OID of the target's schema when known without a lookup by name, else 0.
     pub namespace_id: u32,
@@ -174,7 +171,7 @@ pub(crate) unsafe fn capture_target(rules: &rules::PublicationRules, tag: &str, 
     let session = Session::current();
     // The session's replication origin: an apply worker's.
     let forwarded = ddl_server::versions::session_origin() != 0;
-    let mut flags = RecordFlags::TRANSACTIONAL;
+    let mut flags = RecordFlags::TRANSACTIONAL | RecordFlags::DEFAULTS_LEFT_OUT;
     if top_level {
         flags = flags | RecordFlags::TOP_LEVEL;
     }
@@ -356,8 +353,7 @@ unsafe fn bindings(uses: &mut Vec<pg_sys::ObjectAddress>) -> String {
 
 /// DEBUG1: which publications took the statement, and which rule kept it from the others.
 fn log_verdicts(record: &DdlRecord<'_>, verdicts: &[(pg_sys::Oid, Verdict)]) {
-    // SAFETY: reads the logging settings.
-    if !unsafe { pg_sys::message_level_is_interesting(pg_sys::DEBUG1 as i32) } {
+    if !ddl_server::log::interesting(PgLogLevel::DEBUG1) {
         return;
     }
     let name = |oid: pg_sys::Oid| {
@@ -539,7 +535,7 @@ fn dropped_target(s: &mut Statement) -> Option<Target> {
         subcommands: Vec::new(),
         relations: Vec::new(),
         made_alone: false,
-        namespace_id: 0,
+        namespace_id: first.namespace_id,
     })
 }
 
@@ -718,9 +714,23 @@ unsafe fn reading() -> (i32, bool, bool, i32) {
     }
 }
 
-/// `timezone_abbreviations`' value (empty when unset).
+/// `timezone_abbreviations`' value (empty when unset), read from its variable: the capture
+/// compares it at every statement, and a lookup by name cost more than the rest of the
+/// comparison (`versions::string_setting_variable`).
 fn timezone_abbreviations<'a>() -> &'a [u8] {
-    setting(c"timezone_abbreviations")
+    thread_local! {
+        static VARIABLE: std::cell::OnceCell<Option<*mut *mut std::ffi::c_char>> =
+            const { std::cell::OnceCell::new() };
+    }
+    const NAME: &CStr = c"timezone_abbreviations";
+    // SAFETY: in a backend, with a NUL-terminated name.
+    let find = || unsafe { ddl_server::versions::string_setting_variable(NAME) };
+    match VARIABLE.with(|v| *v.get_or_init(find)) {
+        // SAFETY: a built-in setting's variable (a C string or NULL), read in the backend
+        // that owns it.
+        Some(variable) => unsafe { bytes(*variable) },
+        None => setting(NAME),
+    }
 }
 
 /// The value of setting `name`, by name (empty when it is not defined). Valid until the next
@@ -772,7 +782,11 @@ impl SessionKey {
                     == ddl_server::versions::standard_conforming_strings()
                 && self.time_zone == pg_sys::session_timezone as usize
                 && self.reading == reading()
-                && self.roles == (pg_sys::GetUserId(), pg_sys::GetSessionUserId())
+                && self.roles
+                    == (
+                        ddl_server::roles::current(),
+                        ddl_server::roles::session_user(),
+                    )
                 && self.search_path == bytes(pg_sys::namespace_search_path)
                 && self.default_table_access_method == bytes(pg_sys::default_table_access_method)
                 && self.dialect == dialect_setting()
@@ -795,7 +809,10 @@ impl SessionKey {
                 reading: reading(),
                 lc_monetary: bytes(locale_monetary).to_vec(),
                 timezone_abbreviations: timezone_abbreviations().to_vec(),
-                roles: (pg_sys::GetUserId(), pg_sys::GetSessionUserId()),
+                roles: (
+                    ddl_server::roles::current(),
+                    ddl_server::roles::session_user(),
+                ),
                 generation: crate::invalidation::generation(),
             }
         }
@@ -841,15 +858,17 @@ impl Session {
         // SAFETY: a built-in setting.
         let search_path =
             text(unsafe { pg_sys::GetConfigOption(c"search_path".as_ptr(), false, false) });
-        let settings = ddl_wire::MEANING_SETTINGS
+        // Those at their built-in default are left out (the record says so:
+        // `RecordFlags::DEFAULTS_LEFT_OUT`).
+        let settings = ddl_wire::MEANING_SETTING_DEFAULTS
             .iter()
-            .filter_map(|name| {
+            .filter_map(|(name, default)| {
                 let c_name = std::ffi::CString::new(*name).ok()?;
                 // SAFETY: a NUL-terminated name; missing_ok.
                 let value = text(unsafe { pg_sys::GetConfigOption(c_name.as_ptr(), true, false) });
                 // A value on several lines has no place in the format (none of these
                 // settings takes one).
-                (!value.contains('\n')).then(|| format!("{name}={value}"))
+                (value != *default && !value.contains('\n')).then(|| format!("{name}={value}"))
             })
             .collect::<Vec<_>>()
             .join("\n");

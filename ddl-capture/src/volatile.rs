@@ -86,12 +86,13 @@ pub unsafe fn check(relid: pg_sys::Oid, subcommands: &[Subcommand]) {
         return;
     }
     // SAFETY: the statement's table (relation_open raises an ERROR for one that is gone),
-    // open until the close below; the subcommands are the statement's, on that table.
+    // open until the close below, without a lock: the ALTER TABLE holds its own to the end of
+    // the transaction; the subcommands are the statement's, on that table.
     let (rewritten, published) = unsafe {
-        let rel = pg_sys::relation_open(relid, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        let rel = pg_sys::relation_open(relid, pg_sys::NoLock as pg_sys::LOCKMODE);
         let rewritten = rewritten(rel, subcommands);
         let published = !rewritten.is_empty() && row_published(rel);
-        pg_sys::relation_close(rel, pg_sys::AccessShareLock as pg_sys::LOCKMODE);
+        pg_sys::relation_close(rel, pg_sys::NoLock as pg_sys::LOCKMODE);
         (rewritten, published)
     };
     if !published {

@@ -51,6 +51,8 @@ pub unsafe fn send(
     // while this callback runs; switched back below (on an ERROR, the abort switches back).
     let old = unsafe { pg_sys::MemoryContextSwitchTo(scratch) };
     let mut event = DdlEvent::from_record(record, Lsn(lsn));
+    let settings = record.full_settings();
+    event.settings = Some(&settings);
     // SAFETY: in the callback's transaction; what it allocates goes with `scratch`.
     let sent = crate::session::with(|s| unsafe {
         generated::sent_generated_columns(&event, &s.publications)

@@ -863,6 +863,10 @@ fn ddl_fields<'a>(ddl: &Ddl<'a>) -> Fields<'a> {
                 "forwarded",
                 V::Flag(r.flags.contains(RecordFlags::FORWARDED)),
             ),
+            (
+                "defaults_left_out",
+                V::Flag(r.flags.contains(RecordFlags::DEFAULTS_LEFT_OUT)),
+            ),
             ("xid", V::Num(r.xid.into())),
             ("kind", s(r.kind)),
             ("class_id", V::Num(r.class_id.into())),

@@ -27,24 +27,27 @@ impl Normalized {
     /// `None` when the normal form would not fit or the name is not ASCII: no command tag or
     /// object type is either.
     pub(crate) fn new(name: &str, case: Case) -> Option<Normalized> {
+        // One pass over the bytes (splitting into words first cost several times as much).
         let mut buf = [0u8; CAPACITY];
         let mut len = 0;
-        for word in name.split_ascii_whitespace() {
-            if !word.is_ascii() {
+        let mut space = false;
+        for &b in name.as_bytes() {
+            if b.is_ascii_whitespace() {
+                space = len > 0;
+                continue;
+            }
+            if !b.is_ascii() {
                 return None;
             }
-            if len > 0 {
+            if std::mem::take(&mut space) {
                 *buf.get_mut(len)? = b' ';
                 len += 1;
             }
-            let end = len.checked_add(word.len())?;
-            let out = buf.get_mut(len..end)?;
-            out.copy_from_slice(word.as_bytes());
-            match case {
-                Case::Upper => out.make_ascii_uppercase(),
-                Case::Lower => out.make_ascii_lowercase(),
-            }
-            len = end;
+            *buf.get_mut(len)? = match case {
+                Case::Upper => b.to_ascii_uppercase(),
+                Case::Lower => b.to_ascii_lowercase(),
+            };
+            len += 1;
         }
         Some(Normalized { buf, len })
     }

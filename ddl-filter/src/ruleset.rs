@@ -80,6 +80,9 @@ impl RuleSet {
             tracing::trace!(tag = candidate.tag, kind = %candidate.kind, "DDL kind not selected");
             return Decision::KindNotSelected;
         }
+        if self.rules.is_empty() {
+            return Decision::NoRuleMatched;
+        }
         let tag = Normalized::new(candidate.tag, Case::Upper);
         let tag = tag.as_ref().map(Normalized::as_str);
         for (index, (rule, test)) in self.rules.iter().zip(&self.tests).enumerate() {

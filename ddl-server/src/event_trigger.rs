@@ -19,6 +19,25 @@ macro_rules! function_info_v1 {
     };
 }
 
+extern "C-unwind" {
+    #[link_name = "GetCommandTagName"]
+    fn server_command_tag_name(tag: pg_sys::CommandTag::Type) -> *const std::ffi::c_char;
+}
+
+/// The name of the statement's command tag (`CREATE TABLE`), PostgreSQL's static string.
+/// Through the server's own function rather than pgrx's binding, whose guard costs more than
+/// this array lookup, which cannot fail.
+///
+/// # Safety
+/// `data` is the trigger's data ([`data`]).
+pub unsafe fn tag_name(data: *const pg_sys::EventTriggerData) -> &'static str {
+    // SAFETY: the caller's promise; the name is a static string of cmdtaglist.h, ASCII by
+    // construction.
+    unsafe { std::ffi::CStr::from_ptr(server_command_tag_name((*data).tag)) }
+        .to_str()
+        .unwrap_or("")
+}
+
 /// The trigger's data; PostgreSQL's own ERROR (SQLSTATE 39P03) when the function was called
 /// some other way (`SELECT f()` is refused before the call for a function returning
 /// `event_trigger`, but a C caller could still try).

@@ -6,7 +6,6 @@
 //! the server's own messages. Never at ERROR: a log line must not abort the statement that
 //! wrote it (an `error!` event becomes a WARNING).
 
-use pgrx::pg_sys;
 use pgrx::prelude::*;
 use std::fmt::Write;
 use tracing::field::{Field, Visit};
@@ -32,10 +31,22 @@ fn elevel(level: &Level) -> PgLogLevel {
     }
 }
 
+extern "C-unwind" {
+    #[link_name = "message_level_is_interesting"]
+    fn server_message_level_is_interesting(elevel: std::ffi::c_int) -> bool;
+}
+
+/// Whether a message at `level` would be written to the server log or sent to the client.
+/// The server's own function rather than pgrx's binding, whose guard costs more than the call:
+/// it reads two settings and cannot fail, and it is asked for every captured statement.
+pub fn interesting(level: PgLogLevel) -> bool {
+    // SAFETY: reads the logging settings; no allocation, no ERROR.
+    unsafe { server_message_level_is_interesting(level as i32) }
+}
+
 impl Subscriber for ServerLog {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        // SAFETY: reads the logging settings; no allocation, no ERROR.
-        unsafe { pg_sys::message_level_is_interesting(elevel(metadata.level()) as i32) }
+        interesting(elevel(metadata.level()))
     }
 
     fn new_span(&self, _: &Attributes<'_>) -> Id {

@@ -4,6 +4,27 @@
 
 use pgrx::pg_sys;
 
+extern "C-unwind" {
+    #[link_name = "GetUserId"]
+    fn server_user_id() -> pg_sys::Oid;
+    #[link_name = "GetSessionUserId"]
+    fn server_session_user_id() -> pg_sys::Oid;
+}
+
+/// The current role (`GetUserId`), through the server's own function rather than pgrx's
+/// binding, whose guard costs more than the call: it reads a variable and cannot fail, and the
+/// capture asks it at every statement.
+pub fn current() -> pg_sys::Oid {
+    // SAFETY: reads a backend variable; raises no ERROR.
+    unsafe { server_user_id() }
+}
+
+/// The session user (`GetSessionUserId`), as [`current`].
+pub fn session_user() -> pg_sys::Oid {
+    // SAFETY: as above.
+    unsafe { server_session_user_id() }
+}
+
 /// The predefined roles whose privileges reach beyond a role's own objects: files and
 /// programs of the server, every table's rows, other sessions, server statistics and
 /// settings, maintenance, subscriptions. Looked up by name: each major has its own set (a name

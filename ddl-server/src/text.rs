@@ -16,7 +16,7 @@ pub unsafe fn utf8(s: &CStr) -> String {
     // The server's strings are valid in its encoding: in a UTF-8 database, as they are (what
     // the conversion would return, without the call).
     if database_is_utf8() {
-        return s.to_string_lossy().into_owned();
+        return owned(s);
     }
     let len = s.to_bytes().len() as i32;
     // SAFETY: `s` is NUL-terminated and `len` long; the result is `s` itself or a new
@@ -25,9 +25,16 @@ pub unsafe fn utf8(s: &CStr) -> String {
         unsafe { pg_sys::pg_server_to_any(s.as_ptr(), len, pg_sys::pg_enc::PG_UTF8 as i32) };
     // SAFETY: as above, a NUL-terminated string. Converted (or checked, for SQL_ASCII), it is
     // valid UTF-8: nothing is lost by the lossy conversion.
-    unsafe { CStr::from_ptr(converted) }
-        .to_string_lossy()
-        .into_owned()
+    owned(unsafe { CStr::from_ptr(converted) })
+}
+
+/// `s`, valid UTF-8, as a `String`. (`to_string_lossy` checks it a character at a time, which
+/// cost several times as much for the short names read for every record.)
+fn owned(s: &CStr) -> String {
+    match std::str::from_utf8(s.to_bytes()) {
+        Ok(valid) => valid.to_owned(),
+        Err(_) => s.to_string_lossy().into_owned(),
+    }
 }
 
 /// Whether this backend's database is UTF-8, asked once the backend has one: its database,
@@ -103,6 +110,16 @@ pub fn quote_identifier(name: &str) -> String {
     quoted
 }
 
+extern "C-unwind" {
+    /// The server's own, not pgrx's binding, whose guard costs more than the lookup (a hash of
+    /// a static table, which cannot fail), asked for most names of every record.
+    #[link_name = "ScanKeywordLookup"]
+    fn server_keyword_lookup(
+        text: *const c_char,
+        keywords: *const pg_sys::ScanKeywordList,
+    ) -> std::ffi::c_int;
+}
+
 /// Whether `name` (plain lowercase ASCII) is a keyword that PostgreSQL quotes as an
 /// identifier: any but an unreserved one.
 fn is_quoted_keyword(name: &str) -> bool {
@@ -115,8 +132,7 @@ fn is_quoted_keyword(name: &str) -> bool {
     // SAFETY: a NUL-terminated string; the server's keyword list, and its categories, one per
     // keyword number.
     unsafe {
-        let number =
-            pg_sys::ScanKeywordLookup(text.as_ptr().cast(), &raw const pg_sys::ScanKeywords);
+        let number = server_keyword_lookup(text.as_ptr().cast(), &raw const pg_sys::ScanKeywords);
         number >= 0
             && u32::from(*pg_sys::ScanKeywordCategories.as_ptr().add(number as usize))
                 != pg_sys::UNRESERVED_KEYWORD

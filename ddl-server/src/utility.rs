@@ -171,8 +171,7 @@ impl<T> StatementStack<T> {
 
     /// Pushes the state of a statement about to run; returns its depth, for [`Self::take`].
     pub fn push(&mut self, value: T) -> usize {
-        // SAFETY: reads a backend global.
-        let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+        let level = crate::xact::nest_level();
         self.entries.push((level, value));
         self.entries.len() - 1
     }

@@ -104,23 +104,25 @@ pub unsafe fn update_subscription_rel_state(
     };
 }
 
-/// `LogLogicalMessage` of a transactional message: `size` bytes at `message` under `prefix`
-/// (NUL-terminated), written to WAL with the transaction.
+/// `LogLogicalMessage`: `size` bytes at `message` under `prefix` (NUL-terminated), written to
+/// WAL with the transaction (`transactional`) or on its own, unflushed; where the WAL record
+/// ends.
 ///
 /// # Safety
 /// Both pointers valid for the call, in a backend inside a transaction; errors are
 /// PostgreSQL's (the caller guards the boundary).
-pub unsafe fn log_transactional_message(
+pub unsafe fn log_message(
     prefix: *const c_char,
     message: *const c_char,
     size: usize,
+    transactional: bool,
 ) -> pg_sys::XLogRecPtr {
     #[cfg(any(feature = "pg15", feature = "pg16"))]
     // SAFETY: the caller's promise.
-    return unsafe { LogLogicalMessage(prefix, message, size, true) };
+    return unsafe { LogLogicalMessage(prefix, message, size, transactional) };
     #[cfg(not(any(feature = "pg15", feature = "pg16")))]
     // SAFETY: the caller's promise.
-    return unsafe { LogLogicalMessage(prefix, message, size, true, false) };
+    return unsafe { LogLogicalMessage(prefix, message, size, transactional, false) };
 }
 
 /// Whether `role` owns publication `pubid` (or is a member of its owner, or a superuser).
@@ -495,6 +497,56 @@ pub fn standard_conforming_strings() -> bool {
     }
     #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
     true
+}
+
+/// The variable that holds the value of string setting `name`, as the setting's definition
+/// names it (read `*variable`, a C string or NULL); `None` for a name this server does not
+/// define (a placeholder included: an undefined custom setting's value lives elsewhere, and the
+/// placeholder is freed when a library defines it) or a setting that is not a string.
+/// A defined setting's variable stays where it is for the life of the process (built-in ones
+/// are static; a library's are never freed), so the caller may keep it: reading it costs
+/// nothing, where a lookup by name hashes the name.
+///
+/// # Safety
+/// In a backend; `name` is NUL-terminated.
+pub unsafe fn string_setting_variable(name: &std::ffi::CStr) -> Option<*mut *mut c_char> {
+    #[cfg(feature = "pg15")]
+    // SAFETY: the caller's promise; 15 keeps the settings in an array of that many entries.
+    let found = unsafe {
+        let count = usize::try_from(pg_sys::GetNumConfigOptions()).unwrap_or(0);
+        let all = pg_sys::get_guc_variables();
+        (0..count).map(|i| *all.add(i)).find(|&g| {
+            std::ffi::CStr::from_ptr((*g).name)
+                .to_bytes()
+                .eq_ignore_ascii_case(name.to_bytes())
+        })
+    };
+    #[cfg(not(feature = "pg15"))]
+    // SAFETY: the caller's promise; skip_errors: NULL for an unknown name.
+    let found = unsafe {
+        Some(pg_sys::find_option(
+            name.as_ptr(),
+            false,
+            true,
+            pgrx::PgLogLevel::ERROR as i32,
+        ))
+        .filter(|g| !g.is_null())
+    };
+    let generic = found?;
+    // SAFETY: a setting's definition, alive for the process.
+    unsafe {
+        let defined =
+            u32::try_from((*generic).flags).is_ok_and(|f| f & pg_sys::GUC_CUSTOM_PLACEHOLDER == 0);
+        if !defined || (*generic).vartype != pg_sys::config_type::PGC_STRING {
+            return None;
+        }
+        #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
+        // Before 19 a string setting's definition begins with its generic part.
+        return Some((*generic.cast::<pg_sys::config_string>()).variable);
+        #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
+        // From 19 on the generic part holds the typed part.
+        return Some((*generic).__bindgen_anon_1._string.variable);
+    }
 }
 
 /// Turns off the scanner's warning about backslashes in ordinary literals for `extra` (its

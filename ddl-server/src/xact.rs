@@ -27,6 +27,7 @@ pub type Listener = fn(End);
 
 thread_local! {
     static LISTENERS: RefCell<Vec<Listener>> = const { RefCell::new(Vec::new()) };
+    static SUBTRANSACTION_STARTS: RefCell<Vec<fn()>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Calls `listener` at the end of every transaction and subtransaction.
@@ -35,11 +36,31 @@ thread_local! {
 /// Call from `_PG_init` (a listener runs inside PostgreSQL's transaction callbacks: it must
 /// not raise an ERROR).
 pub unsafe fn at_end(listener: Listener) {
-    let first = LISTENERS.with_borrow_mut(|l| {
-        l.push(listener);
-        l.len() == 1
-    });
-    if first {
+    LISTENERS.with_borrow_mut(|l| l.push(listener));
+    // SAFETY: the caller's promise.
+    unsafe { register() };
+}
+
+/// Calls `listener` when a subtransaction starts, inside it, before it runs anything. Unlike an
+/// end listener it may raise an ERROR (the subtransaction's start then fails with it).
+///
+/// # Safety
+/// Call from `_PG_init`.
+pub unsafe fn at_subtransaction_start(listener: fn()) {
+    SUBTRANSACTION_STARTS.with_borrow_mut(|l| l.push(listener));
+    // SAFETY: the caller's promise.
+    unsafe { register() };
+}
+
+/// Registers the callbacks, once per process.
+///
+/// # Safety
+/// From `_PG_init`.
+unsafe fn register() {
+    thread_local! {
+        static REGISTERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    if !REGISTERED.replace(true) {
         // SAFETY: static functions, registered once per process; PostgreSQL never unloads
         // a library, so they outlive every transaction.
         unsafe {
@@ -50,12 +71,17 @@ pub unsafe fn at_end(listener: Listener) {
 }
 
 extern "C-unwind" {
-    /// The server's own, not pgrx's binding, whose guard (a `sigsetjmp`) would cost more than
-    /// the rest of the callback: it only reads a field, and cannot fail. Called for every
-    /// subtransaction of every backend (and every transaction that logical decoding replays
-    /// through the SQL functions).
     #[link_name = "GetCurrentTransactionNestLevel"]
-    fn nest_level() -> std::ffi::c_int;
+    fn server_nest_level() -> std::ffi::c_int;
+}
+
+/// The current (sub)transaction's nesting level (1 at the top level, 0 outside a
+/// transaction). The server's own function, not pgrx's binding, whose guard (a `sigsetjmp`)
+/// costs more than the call: it only reads a field and cannot fail, and is asked for every
+/// subtransaction of every backend and every captured statement.
+pub fn nest_level() -> i32 {
+    // SAFETY: reads the backend's transaction state; raises no ERROR.
+    unsafe { server_nest_level() }
 }
 
 fn tell(end: End) {
@@ -76,16 +102,20 @@ unsafe extern "C-unwind" fn xact_callback(
     });
 }
 
+/// Guarded: a start listener may write WAL (its ERROR then reaches PostgreSQL as one).
+#[pgrx::pg_guard]
 unsafe extern "C-unwind" fn subxact_callback(
     event: pg_sys::SubXactEvent::Type,
     _mine: pg_sys::SubTransactionId,
     _parent: pg_sys::SubTransactionId,
-    _: *mut std::ffi::c_void,
+    _arg: *mut std::ffi::c_void,
 ) {
     use pg_sys::SubXactEvent as E;
-    if event == E::SUBXACT_EVENT_ABORT_SUB || event == E::SUBXACT_EVENT_COMMIT_SUB {
-        // SAFETY: the callback runs inside the ending subtransaction, whose level this is.
-        let level = unsafe { nest_level() };
+    if event == E::SUBXACT_EVENT_START_SUB {
+        SUBTRANSACTION_STARTS.with_borrow(|l| l.iter().for_each(|listener| listener()));
+    } else if event == E::SUBXACT_EVENT_ABORT_SUB || event == E::SUBXACT_EVENT_COMMIT_SUB {
+        // The callback runs inside the ending subtransaction, whose level this is.
+        let level = nest_level();
         tell(if event == E::SUBXACT_EVENT_ABORT_SUB {
             End::SubAborted { level }
         } else {

@@ -132,7 +132,8 @@ pub use crate::{
     prepare::{write_prepare, PrepareBody, PreparedTxn},
     record::{
         DdlRecord, RecordError, RecordErrorKind, RecordFlags, RecordOrigin, MEANING_SETTINGS,
-        OLDEST_RECORD_FORMAT_VERSION, RECORD_FORMAT_VERSION, RECORD_PREFIX, RECORD_TAG_LEN,
+        MEANING_SETTING_DEFAULTS, OLDEST_RECORD_FORMAT_VERSION, RECORD_FORMAT_VERSION,
+        RECORD_PREFIX, RECORD_TAG_LEN,
     },
     recvlogical::RecvlogicalReader,
     relation::{write_relation, Column, Columns, RelationBody},

@@ -39,7 +39,10 @@
 //!
 //! Why `settings`: like its search_path, some of the session's settings change what a
 //! statement means: how its text is read and what it stores ([`MEANING_SETTINGS`]). One
-//! `name=value` per line; the subscriber sets those it knows around the statement.
+//! `name=value` per line; the subscriber sets those it knows around the statement. The capture
+//! leaves out those at PostgreSQL's built-in default (flag `DEFAULTS_LEFT_OUT`; most are, and
+//! every byte of a record is sealed and written to WAL), and the output plugin puts them back
+//! into the event ([`DdlRecord::full_settings`]), which says every setting.
 //!
 //! Why `role rights`: a role is named the same on every node, but what a role of that name may
 //! do is each node's own. The field says what the statement's role could do where it ran
@@ -70,11 +73,13 @@
 //! transaction that carries it. This crate only frames the tag: computing and checking it
 //! needs the key, which never leaves the server. Version 1 records (no tag) are refused.
 //!
-//! An EMPTY `ddl_sync` message is not a record but padding: the capture writes one after each
-//! record, in the same (sub)transaction, so that the record's decoding position never ties with
-//! the next row change (a message is queued at the end of its WAL record, a row change at the
-//! start of its own). Readers skip it.
+//! An EMPTY `ddl_sync` message is not a record but padding: the capture writes one after a
+//! record written in a subtransaction (in it), and one before a subtransaction that starts
+//! right after a record (not transactional), so that the record's decoding position never ties
+//! with the next row change of another (sub)transaction (a message is queued at the end of its
+//! WAL record, a row change at the start of its own). Readers skip it.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// The record format version this crate writes.
@@ -91,18 +96,30 @@ pub const OLDEST_RECORD_FORMAT_VERSION: u8 = 2;
 /// `x = NULL` read as `x IS NULL` (`transform_null_equals`); the access method a table gets
 /// (`default_table_access_method`). The capture writes these, the subscriber sets these and
 /// nothing else: one list for both.
-pub const MEANING_SETTINGS: [&str; 11] = [
-    "DateStyle",
-    "IntervalStyle",
-    "TimeZone",
-    "timezone_abbreviations",
-    "standard_conforming_strings",
-    "backslash_quote",
-    "array_nulls",
-    "xmloption",
-    "lc_monetary",
-    "transform_null_equals",
-    "default_table_access_method",
+pub const MEANING_SETTINGS: [&str; 11] = {
+    let mut names = [""; 11];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = MEANING_SETTING_DEFAULTS[i].0;
+        i += 1;
+    }
+    names
+};
+
+/// Each of [`MEANING_SETTINGS`] with PostgreSQL's built-in default, as `SHOW` writes it (the
+/// same on 15 to 19).
+pub const MEANING_SETTING_DEFAULTS: [(&str, &str); 11] = [
+    ("DateStyle", "ISO, MDY"),
+    ("IntervalStyle", "postgres"),
+    ("TimeZone", "GMT"),
+    ("timezone_abbreviations", "Default"),
+    ("standard_conforming_strings", "on"),
+    ("backslash_quote", "safe_encoding"),
+    ("array_nulls", "on"),
+    ("xmloption", "content"),
+    ("lc_monetary", "C"),
+    ("transform_null_equals", "off"),
+    ("default_table_access_method", "heap"),
 ];
 
 /// The length of the authentication tag that ends every record.
@@ -122,7 +139,11 @@ impl RecordFlags {
     pub const TRANSACTIONAL: RecordFlags = RecordFlags(0x02);
     /// The statement was replayed from another node and is passed on (cascading replication).
     pub const FORWARDED: RecordFlags = RecordFlags(0x04);
-    const ALL: u8 = 0x07;
+    /// `settings` leaves out the settings at PostgreSQL's built-in default
+    /// ([`MEANING_SETTING_DEFAULTS`]); [`DdlRecord::full_settings`] puts them back. A reader
+    /// that does not know the flag refuses the record rather than read it without them.
+    pub const DEFAULTS_LEFT_OUT: RecordFlags = RecordFlags(0x08);
+    const ALL: u8 = 0x0f;
 
     /// No flag set.
     pub const fn empty() -> RecordFlags {
@@ -391,6 +412,41 @@ impl<'a> DdlRecord<'a> {
             .map(|n| &payload[..n])
     }
 
+    /// The settings the statement ran with, one `name=value` per line: `settings`, with those
+    /// it leaves out at their default put back when the flags say so
+    /// ([`RecordFlags::DEFAULTS_LEFT_OUT`]), in the order of [`MEANING_SETTINGS`] (a line of a
+    /// setting this crate does not know is kept, after them).
+    pub fn full_settings(&self) -> Cow<'a, str> {
+        if !self.flags.contains(RecordFlags::DEFAULTS_LEFT_OUT) {
+            return Cow::Borrowed(self.settings);
+        }
+        let written = |name: &str| {
+            self.settings.lines().find_map(|line| {
+                line.split_once('=')
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, value)| value)
+            })
+        };
+        let mut full = String::with_capacity(self.settings.len() + 256);
+        for (name, default) in MEANING_SETTING_DEFAULTS {
+            if !full.is_empty() {
+                full.push('\n');
+            }
+            full.push_str(name);
+            full.push('=');
+            full.push_str(written(name).unwrap_or(default));
+        }
+        let known = |line: &str| {
+            line.split_once('=')
+                .is_some_and(|(name, _)| MEANING_SETTINGS.contains(&name))
+        };
+        for line in self.settings.lines().filter(|l| !known(l)) {
+            full.push('\n');
+            full.push_str(line);
+        }
+        Cow::Owned(full)
+    }
+
     /// Appends the record in the current format version, ending with `self.tag` (the writer
     /// computes the real tag over [`DdlRecord::sealed_part`] and overwrites the last
     /// [`RECORD_TAG_LEN`] bytes).
@@ -636,6 +692,41 @@ mod tests {
             DdlRecord::parse(&longer).unwrap_err().kind(),
             RecordErrorKind::TrailingBytes(_)
         ));
+    }
+
+    #[test]
+    fn settings_left_out_at_their_default_are_put_back() {
+        let written = "TimeZone=Etc/UTC\nlc_monetary=C.UTF-8\nlater_setting=x";
+        let record = DdlRecord {
+            flags: RecordFlags::TRANSACTIONAL | RecordFlags::DEFAULTS_LEFT_OUT,
+            settings: written,
+            ..sample()
+        };
+        let bytes = encoded(&record);
+        let parsed = DdlRecord::parse(&bytes).unwrap();
+        assert_eq!(
+            parsed.full_settings(),
+            "DateStyle=ISO, MDY\nIntervalStyle=postgres\nTimeZone=Etc/UTC\n\
+             timezone_abbreviations=Default\nstandard_conforming_strings=on\n\
+             backslash_quote=safe_encoding\narray_nulls=on\nxmloption=content\n\
+             lc_monetary=C.UTF-8\ntransform_null_equals=off\n\
+             default_table_access_method=heap\nlater_setting=x"
+        );
+        // Without the flag the field is all there is (a record that wrote every setting, or
+        // none: version 2's, whose settings are not known).
+        let whole = DdlRecord {
+            settings: written,
+            ..sample()
+        };
+        assert_eq!(whole.full_settings(), written);
+        // A reader that does not know the flag refuses the record: it would read it without
+        // the settings left out.
+        let mut bytes = encoded(&record);
+        bytes[1] |= 0x10;
+        assert_eq!(
+            DdlRecord::parse(&bytes).unwrap_err().kind(),
+            &RecordErrorKind::UnknownFlags(0x10)
+        );
     }
 
     #[test]

@@ -258,7 +258,7 @@ impl RecordStrings {
         let [dialect, command_tag, kind, schema, object_identity, sql, search_path, role, session_user, database, tables, settings, role_rights, bindings, renamed_from, description] =
             &self.0;
         DdlRecord {
-            flags: RecordFlags::from_bits(rng.below(8) as u8).unwrap(),
+            flags: RecordFlags::from_bits(rng.below(16) as u8).unwrap(),
             xid: rng.u32(),
             class_id: rng.u32(),
             object_id: rng.u32(),

@@ -28,8 +28,7 @@ pub fn count_capture(verdicts: &[(pg_sys::Oid, Verdict)]) {
     if !available() || verdicts.is_empty() {
         return;
     }
-    // SAFETY: reads the current transaction state.
-    let level = unsafe { pg_sys::GetCurrentTransactionNestLevel() };
+    let level = ddl_server::xact::nest_level();
     PENDING.with_borrow_mut(|pending| {
         pending.extend(verdicts.iter().map(|&(publication, verdict)| Pending {
             level,

@@ -110,8 +110,9 @@ pub struct Known {
     /// entry went with the change). For a DROP, the relation PostgreSQL reported dropped: gone
     /// without asking.
     pub relation: Option<pg_sys::Oid>,
-    /// The statement made `relation`, a table without parents (CREATE TABLE without INHERITS
-    /// or PARTITION OF): its parents are not scanned for.
+    /// The statement made `relation`, a table related to no other (CREATE TABLE without
+    /// INHERITS, PARTITION OF or REFERENCES): neither its parents nor its foreign keys are
+    /// looked for.
     pub made_alone: bool,
 }
 

@@ -282,9 +282,9 @@ pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
 /// What makes a table not plain is in its pg_class row and descriptor, which the statement
 /// just rebuilt: an index leaves `relhasindex` set, a foreign key (before 18, where all are
 /// enforced) its triggers `relhastriggers`; 18's NOT ENFORCED foreign keys have no triggers,
-/// and are in the relation cache's list; policies are described only with row security. Its
-/// parents are not: pg_inherits is scanned, unless `made_alone` says the statement made the
-/// table without any. `identity`: the table's `schema.name`, when the caller has it.
+/// and are in the relation cache's list (a pg_constraint scan); policies are described only with
+/// row security. Its parents are not: pg_inherits is scanned. `made_alone` (the statement made
+/// the table without parents or foreign keys) spares both scans. `identity`: the table's `schema.name`, when the caller has it.
 ///
 /// # Safety
 /// In a transaction whose catalogs are those after the statement.
@@ -319,7 +319,7 @@ pub(super) unsafe fn plain(
                     ))
                     .is_empty()
             };
-            if !flags_say_plain || unenforced_foreign_keys() {
+            if !flags_say_plain || (!made_alone && unenforced_foreign_keys()) {
                 return None;
             }
             Some(ObjectDescription {

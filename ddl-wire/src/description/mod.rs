@@ -27,6 +27,8 @@
 //! not described: tablespaces, storage parameters, statistics targets, comments, privileges. A reader must accept fields it does not know
 //! (a later version may add attributes); `version` changes when a field changes meaning.
 
+mod json;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -182,16 +184,10 @@ fn is_false(b: &bool) -> bool {
 }
 
 impl Description {
-    /// The field's text: compact JSON, fields in the order of this crate's types.
+    /// The field's text: compact JSON, fields in the order of this crate's types, attributes
+    /// at their default left out (as serde_json writes these types).
     pub fn to_json(&self) -> String {
-        // Room for a table of a few columns at once (serde_json starts smaller and grows).
-        let mut json = Vec::with_capacity(512);
-        // Serializing plain structs of strings, booleans and numbers cannot fail, and gives
-        // UTF-8.
-        match serde_json::to_writer(&mut json, self) {
-            Ok(()) => String::from_utf8(json).unwrap_or_default(),
-            Err(_) => String::new(),
-        }
+        json::write(self)
     }
 
     /// The description in a field's text. An error names what is wrong; any text, however
