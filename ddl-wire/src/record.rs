@@ -231,7 +231,9 @@ pub struct DdlRecord<'a> {
     /// in version 2 records).
     pub tables: &'a str,
     /// The session's settings that change what the statement means, one `name=value` per
-    /// line; empty in version 2 records.
+    /// line; without those at their built-in default when the flags say so
+    /// ([`RecordFlags::DEFAULTS_LEFT_OUT`]: read [`DdlRecord::full_settings`]); empty in
+    /// version 2 records.
     pub settings: &'a str,
     /// What the current role could do where the statement ran ([`describe_role_rights`](crate::describe_role_rights));
     /// empty in records before version 4 (not known).

@@ -284,7 +284,8 @@ pub(super) unsafe fn collation_name(collid: pg_sys::Oid) -> Option<String> {
 /// enforced) its triggers `relhastriggers`; 18's NOT ENFORCED foreign keys have no triggers,
 /// and are in the relation cache's list (a pg_constraint scan); policies are described only with
 /// row security. Its parents are not: pg_inherits is scanned. `made_alone` (the statement made
-/// the table without parents or foreign keys) spares both scans. `identity`: the table's `schema.name`, when the caller has it.
+/// the table without parents or foreign keys) spares both scans. `identity`: the table's
+/// `schema.name`, when the caller has it.
 ///
 /// # Safety
 /// In a transaction whose catalogs are those after the statement.

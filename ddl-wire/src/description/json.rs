@@ -1,11 +1,13 @@
 //! A description's JSON text, written directly.
 //!
 //! Why not serde_json's serializer: the capture writes one description per DDL statement, and
-//! the generic serializer cost about 3,000 instructions for a table of three columns, a share
-//! of the capture's whole budget (BENCHMARKS.md, "Instructions"). This writes the same text —
-//! serde_json's compact form of these types, fields in their order, attributes at their
-//! default left out — into one buffer; a test holds the two equal on hostile strings. Reading
-//! stays serde_json's.
+//! the generic serializer cost about 3,100 instructions for a table of a few columns (this,
+//! 2,200), a share of the capture's whole budget (BENCHMARKS.md, "Instructions"). This writes
+//! the same text (serde_json's compact form of these types, fields in their order, attributes
+//! at their default left out) into one buffer; a test holds the two equal on hostile strings.
+//! Reading stays serde_json's.
+
+use std::fmt::Write;
 
 use super::{Action, ColumnDescription, Description, ObjectDescription, Part, TableDescription};
 
@@ -15,7 +17,8 @@ pub(super) fn write(d: &Description) -> String {
     let mut out = String::with_capacity(512);
     let mut o = Object::open(&mut out);
     o.key("version");
-    o.out.push_str(itoa(d.version, &mut [0; 10]));
+    // Writing to a String cannot fail.
+    let _ = write!(o.out, "{}", d.version);
     o.array("objects", &d.objects, object);
     o.close();
     out
@@ -183,21 +186,6 @@ fn string(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
-}
-
-/// `n` in decimal, in `buf`.
-fn itoa(mut n: u32, buf: &mut [u8; 10]) -> &str {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[i..]).unwrap_or("0")
 }
 
 #[cfg(test)]
