@@ -58,10 +58,16 @@ impl Cmd {
     /// Runs with inherited stdio; an error names the command when it fails.
     pub fn run(mut self) -> Result {
         println!("$ {}", self.shown);
+        let started = std::time::Instant::now();
         let status = self
             .inner
             .status()
             .map_err(|e| format!("cannot start `{}`: {e}", self.shown))?;
+        // Where a long run (CI's is bounded) spends its time, in its log.
+        let took = started.elapsed().as_secs();
+        if took >= 10 {
+            println!("$ ({took} s) {}", self.shown);
+        }
         if status.success() {
             Ok(())
         } else {

