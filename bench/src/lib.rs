@@ -1,4 +1,4 @@
-//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions>` (which
+//! The project's benchmarks, run by `cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions|apply-instructions>` (which
 //! prepares the machine and runs this crate's `ddl-bench` binary in release mode with the same
 //! arguments): each command measures one thing and rewrites its own section of BENCHMARKS.md (the
 //! other sections are kept as they are).
@@ -21,9 +21,13 @@
 //! cargo xtask bench decode-instructions [--transactions N]
 //!                                         ddl_pgoutput against pgoutput in a walsender's
 //!                                         CPU instructions (callgrind)
+//! cargo xtask bench apply-instructions [--runs N] [--statements N]
+//!                                         the apply worker's CPU instructions per replayed
+//!                                         DDL event against a session's (callgrind)
 //! ```
 //!
-//! `decode`, `capture`, `apply`, `copy`, `instructions` and `decode-instructions` measure the server libraries that xtask installed (release
+//! `decode`, `capture`, `apply`, `copy`, `instructions`, `decode-instructions` and
+//! `apply-instructions` measure the server libraries that xtask installed (release
 //! builds, checked once the clusters have started); `wire` times the parsers in this process,
 //! so it refuses to run from a debug build. The `wire-bench` binary is the parser comparison
 //! alone, for profiling by hand ([`wire::compare`]).
@@ -39,6 +43,7 @@
 #![forbid(unsafe_code)]
 
 mod apply;
+mod apply_instructions;
 mod capture;
 mod copy;
 mod decode;
@@ -59,7 +64,7 @@ use std::process::ExitCode;
 pub type Result<T = ()> = std::result::Result<T, String>;
 
 const USAGE: &str =
-    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions> [options]";
+    "usage: cargo xtask bench <wire|decode|capture|apply|copy|instructions|decode-instructions|apply-instructions> [options]";
 
 /// Runs the benchmark that `args` name (`wire --runs 3`).
 pub fn run(args: &[&str]) -> Result {
@@ -68,6 +73,7 @@ pub fn run(args: &[&str]) -> Result {
         ["decode", rest @ ..] => decode::run(rest),
         ["capture", rest @ ..] => capture::run(rest),
         ["apply", rest @ ..] => apply::run(rest),
+        ["apply-instructions", rest @ ..] => apply_instructions::run(rest),
         ["copy", rest @ ..] => copy::run(rest),
         ["instructions", rest @ ..] => instructions::run(rest),
         ["decode-instructions", rest @ ..] => decode_instructions::run(rest),

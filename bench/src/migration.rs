@@ -132,6 +132,21 @@ impl Migration {
         Migration { transactions }
     }
 
+    /// The migration without its DML: the statements a subscriber replays.
+    pub(super) fn without_dml(self) -> Migration {
+        let transactions = self
+            .transactions
+            .into_iter()
+            .map(|t| {
+                t.into_iter()
+                    .filter(|s| matches!(s, Statement::Ddl { .. }))
+                    .collect::<Vec<_>>()
+            })
+            .filter(|t| !t.is_empty())
+            .collect();
+        Migration { transactions }
+    }
+
     fn statements(&self) -> impl Iterator<Item = &Statement> {
         self.transactions.iter().flatten()
     }
@@ -265,6 +280,9 @@ mod tests {
         assert_eq!(m.tags()[1], ("CREATE TABLE", 91));
         assert!(m.dml_count() > 300);
         assert_eq!(Migration::generate("m", 0, 10).transactions.len(), 0);
+        let ddl = Migration::generate("m", 1000, 10).without_dml();
+        assert_eq!((ddl.ddl_count(), ddl.dml_count()), (1000, 0));
+        assert!(ddl.transactions.iter().all(|t| !t.is_empty()));
     }
 
     #[test]

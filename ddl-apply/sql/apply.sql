@@ -64,55 +64,14 @@ CREATE TRIGGER made_tables_is_node_local
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.made_tables ENABLE REPLICA TRIGGER made_tables_is_node_local;
 
+-- The trigger (src/replay/trigger.rs): only a subscription's apply worker replays (any other
+-- insert is refused, nothing run); a row that has apply columns is another node's apply log
+-- row, not an event (refused); DDL that started here and came back around a cycle, or came
+-- through a second subscription, is not replayed again (no row kept); every other row is
+-- replayed by ddl_sync.replay's code and gets the outcome, counted in subscription_counters.
 CREATE FUNCTION ddl_sync.apply_event()
 RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    outcome record;
-BEGIN
-    -- Only a subscription's apply worker replays: anything else inserting here (a restore,
-    -- a mistaken INSERT) must never run the statement.
-    IF NOT pg_catalog.pg_replication_origin_session_is_setup() THEN
-        NEW.apply_status := 'refused';
-        NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
-        RETURN NEW;
-    END IF;
-    NEW.subid := ddl_sync.applying_subscription();
-    -- ddl_pgoutput sends only events it made itself, whose apply columns are empty. A row that
-    -- has them is a real row of another node's ddl_sync.events (its apply log, or a row
-    -- inserted there by hand) that reached us through plain pgoutput: not a DDL event.
-    IF NEW.apply_status IS NOT NULL OR NEW.applied_at IS NOT NULL THEN
-        NEW.apply_status := 'refused';
-        NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
-            'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
-        NEW.applied_at := pg_catalog.clock_timestamp();
-        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn, false);
-        RETURN NEW;
-    END IF;
-    -- DDL that started here and came back around a cycle: already applied, by its author.
-    -- The same DDL through a second subscription: applied once.
-    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())
-       OR EXISTS (SELECT FROM ddl_sync.events e
-                  WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
-        RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
-            NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
-        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn, false);
-        RETURN NULL;
-    END IF;
-    SELECT * INTO outcome FROM ddl_sync.replay(NEW);
-    NEW.apply_status := outcome.status;
-    NEW.apply_detail := outcome.detail;
-    NEW.apply_adapter := outcome.adapter;
-    NEW.applied_at := pg_catalog.clock_timestamp();
-    NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
-    NEW.apply_verified := outcome.verified;
-    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn,
-                                 NEW.apply_verified);
-    RETURN NEW;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'apply_event_wrapper';
 
 CREATE TRIGGER apply_event BEFORE INSERT ON ddl_sync.events
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.apply_event();

@@ -49,16 +49,7 @@ ALTER EVENT TRIGGER ddl_sync_capture_ddl_command_end ENABLE ALWAYS;
 -- memory that only the extension's owner may set, see src/local_change.rs) and go through.
 CREATE FUNCTION ddl_sync.skip_replicated_row()
 RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF ddl_sync.local_change() THEN
-        RETURN CASE TG_OP WHEN 'DELETE' THEN OLD ELSE NEW END;
-    END IF;
-    RETURN NULL;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'skip_replicated_row_wrapper';
 
 CREATE TRIGGER publication_sync_is_node_local
     BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.publication_sync

@@ -128,50 +128,11 @@ ALTER TABLE ddl_sync.subscription_counters
     ADD COLUMN diverged int8 NOT NULL DEFAULT 0;
 DROP VIEW ddl_sync.subscription_stats;
 DROP FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn);
--- Counts one event of subscription sub: status is an apply status or 'duplicate'; verified:
--- applied, and what it made here shown equal to the publisher's description.
-CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn,
-                                     verified boolean)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    was_local boolean;
-    problem boolean := status IN ('diverged', 'refused', 'failed');
-BEGIN
-    IF sub IS NULL THEN
-        RETURN;
-    END IF;
-    -- The apply worker runs in replica mode: this row is ours, not a replicated one.
-    was_local := ddl_sync.set_local_change(true);
-    INSERT INTO ddl_sync.subscription_counters AS c
-        (subid, applied, skipped, refused, failed, duplicates,
-         last_applied_lsn, last_applied_at, last_error, last_error_at, verified, diverged)
-    VALUES (sub, (status = 'applied')::int, (status = 'skipped')::int,
-            (status = 'refused')::int, (status = 'failed')::int, (status = 'duplicate')::int,
-            CASE WHEN status IN ('applied', 'diverged') THEN event_lsn END,
-            CASE WHEN status IN ('applied', 'diverged') THEN clock_timestamp() END,
-            CASE WHEN problem THEN status || ': ' || coalesce(detail, '') END,
-            CASE WHEN problem THEN clock_timestamp() END,
-            (status = 'applied' AND coalesce(verified, false))::int,
-            (status = 'diverged')::int)
-    ON CONFLICT (subid) DO UPDATE SET
-        applied = c.applied + excluded.applied,
-        skipped = c.skipped + excluded.skipped,
-        refused = c.refused + excluded.refused,
-        failed = c.failed + excluded.failed,
-        duplicates = c.duplicates + excluded.duplicates,
-        verified = c.verified + excluded.verified,
-        diverged = c.diverged + excluded.diverged,
-        last_applied_lsn = coalesce(excluded.last_applied_lsn, c.last_applied_lsn),
-        last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
-        last_error = coalesce(excluded.last_error, c.last_error),
-        last_error_at = coalesce(excluded.last_error_at, c.last_error_at);
-    PERFORM ddl_sync.set_local_change(was_local);
-END
-$$;
-REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn, boolean) FROM PUBLIC;
+-- The apply trigger counts the events itself (src/replay/counters.rs), and it and the
+-- node-local tables' trigger are in the library: both ran queries at every event.
+CREATE OR REPLACE FUNCTION ddl_sync.skip_replicated_row()
+RETURNS trigger
+LANGUAGE c AS 'MODULE_PATHNAME', 'skip_replicated_row_wrapper';
 
 CREATE VIEW ddl_sync.subscription_stats AS
 SELECT s.oid AS subid, s.subname AS subscription,
@@ -215,53 +176,7 @@ AS 'MODULE_PATHNAME', 'replay_row_wrapper';
 
 CREATE OR REPLACE FUNCTION ddl_sync.apply_event()
 RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    outcome record;
-BEGIN
-    -- Only a subscription's apply worker replays: anything else inserting here (a restore,
-    -- a mistaken INSERT) must never run the statement.
-    IF NOT pg_catalog.pg_replication_origin_session_is_setup() THEN
-        NEW.apply_status := 'refused';
-        NEW.apply_detail := 'not inserted by a subscription''s apply worker: nothing replayed';
-        RETURN NEW;
-    END IF;
-    NEW.subid := ddl_sync.applying_subscription();
-    -- ddl_pgoutput sends only events it made itself, whose apply columns are empty. A row that
-    -- has them is a real row of another node's ddl_sync.events (its apply log, or a row
-    -- inserted there by hand) that reached us through plain pgoutput: not a DDL event.
-    IF NEW.apply_status IS NOT NULL OR NEW.applied_at IS NOT NULL THEN
-        NEW.apply_status := 'refused';
-        NEW.apply_detail := 'a row of the publisher''s own ddl_sync.events, not an event of '
-            'ddl_pgoutput (was the subscription''s slot made with plugin pgoutput?): nothing replayed';
-        NEW.applied_at := pg_catalog.clock_timestamp();
-        PERFORM ddl_sync.count_event(NEW.subid, 'refused', NEW.apply_detail, NEW.lsn, false);
-        RETURN NEW;
-    END IF;
-    -- DDL that started here and came back around a cycle: already applied, by its author.
-    -- The same DDL through a second subscription: applied once.
-    IF NEW.origin_sysid = (SELECT system_identifier FROM pg_catalog.pg_control_system())
-       OR EXISTS (SELECT FROM ddl_sync.events e
-                  WHERE e.origin_sysid = NEW.origin_sysid AND e.origin_lsn = NEW.origin_lsn) THEN
-        RAISE DEBUG 'ddl_sync: % % (origin % %) already applied here: not replayed again',
-            NEW.command_tag, NEW.object_identity, NEW.origin_sysid, NEW.origin_lsn;
-        PERFORM ddl_sync.count_event(NEW.subid, 'duplicate', NULL, NEW.lsn, false);
-        RETURN NULL;
-    END IF;
-    SELECT * INTO outcome FROM ddl_sync.replay(NEW);
-    NEW.apply_status := outcome.status;
-    NEW.apply_detail := outcome.detail;
-    NEW.apply_adapter := outcome.adapter;
-    NEW.applied_at := pg_catalog.clock_timestamp();
-    NEW.apply_duration := pg_catalog.make_interval(secs => outcome.seconds);
-    NEW.apply_verified := outcome.verified;
-    PERFORM ddl_sync.count_event(NEW.subid, NEW.apply_status, NEW.apply_detail, NEW.lsn,
-                                 NEW.apply_verified);
-    RETURN NEW;
-END
-$$;
+LANGUAGE c AS 'MODULE_PATHNAME', 'apply_event_wrapper';
 REVOKE ALL ON FUNCTION ddl_sync.replay(ddl_sync.events) FROM PUBLIC;
 
 -- A table created here is registered in the subscriptions to this node's peers (origin = none,

@@ -85,8 +85,9 @@ $$;
 COMMENT ON FUNCTION ddl_sync.reset_publication_stats(text) IS
     'Sets the DDL statistics of a publication (of every publication of this database when NULL) to zero';
 
--- Subscribers. Counted in the apply worker's transaction by the apply trigger (apply.sql), so
--- exactly as durable as the replay itself, and kept when the apply log is purged.
+-- Subscribers. Counted by the apply trigger (apply.sql) and written in the apply worker's
+-- transaction before it commits (src/replay/counters.rs), so exactly as durable as the replay
+-- itself, and kept when the apply log is purged.
 CREATE TABLE ddl_sync.subscription_counters (
     subid            oid PRIMARY KEY,
     applied          int8 NOT NULL DEFAULT 0,
@@ -108,51 +109,6 @@ CREATE TRIGGER subscription_counters_is_node_local
     BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.subscription_counters
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.subscription_counters ENABLE REPLICA TRIGGER subscription_counters_is_node_local;
-
--- Counts one event of subscription sub: status is an apply status or 'duplicate'; verified:
--- applied, and what it made here shown equal to the publisher's description.
-CREATE FUNCTION ddl_sync.count_event(sub oid, status text, detail text, event_lsn pg_lsn,
-                                     verified boolean)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    was_local boolean;
-    problem boolean := status IN ('diverged', 'refused', 'failed');
-BEGIN
-    IF sub IS NULL THEN
-        RETURN;
-    END IF;
-    -- The apply worker runs in replica mode: this row is ours, not a replicated one.
-    was_local := ddl_sync.set_local_change(true);
-    INSERT INTO ddl_sync.subscription_counters AS c
-        (subid, applied, skipped, refused, failed, duplicates,
-         last_applied_lsn, last_applied_at, last_error, last_error_at, verified, diverged)
-    VALUES (sub, (status = 'applied')::int, (status = 'skipped')::int,
-            (status = 'refused')::int, (status = 'failed')::int, (status = 'duplicate')::int,
-            CASE WHEN status IN ('applied', 'diverged') THEN event_lsn END,
-            CASE WHEN status IN ('applied', 'diverged') THEN clock_timestamp() END,
-            CASE WHEN problem THEN status || ': ' || coalesce(detail, '') END,
-            CASE WHEN problem THEN clock_timestamp() END,
-            (status = 'applied' AND coalesce(verified, false))::int,
-            (status = 'diverged')::int)
-    ON CONFLICT (subid) DO UPDATE SET
-        applied = c.applied + excluded.applied,
-        skipped = c.skipped + excluded.skipped,
-        refused = c.refused + excluded.refused,
-        failed = c.failed + excluded.failed,
-        duplicates = c.duplicates + excluded.duplicates,
-        verified = c.verified + excluded.verified,
-        diverged = c.diverged + excluded.diverged,
-        last_applied_lsn = coalesce(excluded.last_applied_lsn, c.last_applied_lsn),
-        last_applied_at = coalesce(excluded.last_applied_at, c.last_applied_at),
-        last_error = coalesce(excluded.last_error, c.last_error),
-        last_error_at = coalesce(excluded.last_error_at, c.last_error_at);
-    PERFORM ddl_sync.set_local_change(was_local);
-END
-$$;
-REVOKE ALL ON FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn, boolean) FROM PUBLIC;
 
 -- One row per subscription of this database. errors and last_error also count the failures
 -- under ddl_conflict = 'error', which roll back and are retried (from shared memory: with

@@ -7,8 +7,8 @@
 //! * `subscription`: CREATE/ALTER/DROP SUBSCRIPTION with `ddl`, `ddl_conflict`, `schema_mode` and
 //!   `copy_schema` (with the library preloaded), the subscription's `ddl_pgoutput` slot, strict
 //!   mode and its guard, the schema copy;
-//! * `replay`: the replay of each DDL event inside the native apply worker, called by the
-//!   `apply_event` trigger on `ddl_sync.events` (`ddl_sync.replay(NEW)`);
+//! * `replay`: the replay of each DDL event inside the native apply worker, by the
+//!   `apply_event` trigger on `ddl_sync.events`;
 //! * `subscriber`: what those two share: the applying subscription and its configuration, the
 //!   connection to its publisher, the apply-time code check;
 //! * under all of them, `privilege` (who may write the catalog, and writes as its owner) and
@@ -110,6 +110,7 @@ pub extern "C-unwind" fn _PG_init() {
         subscription::install_hook();
         replay::created::install();
         replay::stats::init();
+        replay::counters::follow_transaction_ends();
     }
 }
 

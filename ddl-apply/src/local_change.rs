@@ -27,6 +27,21 @@ fn local_change() -> bool {
     ON.get()
 }
 
+/// `ddl_sync.skip_replicated_row()`, the REPLICA trigger of the node-local tables: keeps the
+/// row of a change that is the extension's own, drops every other (a replicated row).
+#[pg_trigger(sql = false)]
+fn skip_replicated_row<'a>(
+    trigger: &'a PgTrigger<'a>,
+) -> Result<Option<PgHeapTuple<'a, AllocatedByPostgres>>, std::convert::Infallible> {
+    if !ON.get() {
+        return Ok(None);
+    }
+    Ok(match trigger.op() {
+        Ok(PgTriggerOperation::Delete) => trigger.old(),
+        _ => trigger.new(),
+    })
+}
+
 /// Marks the changes that follow as the extension's own (`on`), or not; returns the previous
 /// value so that a caller can put it back.
 #[pg_extern(volatile, parallel_restricted)]

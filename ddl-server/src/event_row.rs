@@ -1,8 +1,8 @@
-//! A row of `ddl_sync.events` handed to a function as a whole (`ddl_sync.replay(NEW)`), read
-//! as ddl-wire's [`DdlEvent`] through the event schema: each column found by name and checked
-//! against the schema's type, text converted from the database encoding to UTF-8 (see
-//! [`crate::text`]). The row is the one the plugin formed by the same schema on the publisher
-//! (ddl-decode's `events.rs`), so neither side lists the columns.
+//! A row of `ddl_sync.events`, handed to a function as a whole (`ddl_sync.replay(NEW)`) or to
+//! the apply trigger, read as ddl-wire's [`DdlEvent`] through the event schema: each column
+//! found by name and checked against the schema's type, text converted from the database
+//! encoding to UTF-8 (see [`crate::text`]). The row is the one the plugin formed by the same
+//! schema on the publisher (ddl-decode's `events.rs`), so neither side lists the columns.
 
 use crate::text;
 use ddl_wire::{DdlEvent, EventError, Lsn, SqlType, Value, EVENT_COLUMNS};
@@ -52,11 +52,33 @@ impl EventRow {
                 pgrx::heap_tuple_header_get_typmod(header),
             )
         };
-        // SAFETY: the descriptor just looked up, alive until released.
+        // SAFETY: `tuple` is a row of `desc`, alive until released below.
+        let row = unsafe { EventRow::read_row(tuple, desc) };
+        // ReleaseTupleDesc: the reference lookup_rowtype_tupdesc took, given back once (a
+        // descriptor that is not reference-counted has none).
+        // SAFETY: `desc` is alive until then.
+        unsafe {
+            if (*desc).tdrefcount >= 0 {
+                pg_sys::DecrTupleDescRefCount(desc);
+            }
+        }
+        row
+    }
+
+    /// The values of `tuple`, a row of descriptor `desc` (a trigger's row of the table), read
+    /// as [`EventRow::read`] reads them.
+    ///
+    /// # Safety
+    /// `tuple` is a row of `desc`; in a transaction.
+    pub unsafe fn read_row(
+        tuple: *mut pg_sys::HeapTupleData,
+        desc: pg_sys::TupleDesc,
+    ) -> Result<EventRow, String> {
+        // SAFETY: the caller's promise.
         let attrs = unsafe { crate::versions::attributes(desc) };
         let mut datums = vec![pg_sys::Datum::from(0usize); attrs.len()];
         let mut nulls = vec![true; attrs.len()];
-        // SAFETY: `tuple` is a row of `desc`'s type; the arrays have an entry per attribute.
+        // SAFETY: `tuple` is a row of `desc`; the arrays have an entry per attribute.
         unsafe { pg_sys::heap_deform_tuple(tuple, desc, datums.as_mut_ptr(), nulls.as_mut_ptr()) };
         let mut values: Vec<Option<Owned>> = EVENT_COLUMNS.iter().map(|_| None).collect();
         let mut result = Ok(());
@@ -89,14 +111,6 @@ impl EventRow {
                 // SAFETY: a text datum of the row, converted in the current memory context.
                 SqlType::Text => Owned::Text(unsafe { text::utf8_text(datum) }),
             });
-        }
-        // ReleaseTupleDesc: the reference lookup_rowtype_tupdesc took, given back once (a
-        // descriptor that is not reference-counted has none).
-        // SAFETY: `desc` is alive until then.
-        unsafe {
-            if (*desc).tdrefcount >= 0 {
-                pg_sys::DecrTupleDescRefCount(desc);
-            }
         }
         result.map(|()| EventRow { values })
     }

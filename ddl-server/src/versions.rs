@@ -681,3 +681,21 @@ pub unsafe fn publication_excepts(publication: pg_sys::Oid, relid: pg_sys::Oid) 
     // SAFETY: the caller's promise; a List of OIDs.
     unsafe { pg_sys::list_member_oid(pg_sys::GetRelationExcludedPublications(relid), publication) }
 }
+
+/// The OID of relation `rel`'s primary key index (InvalidOid: none). 18 added whether a
+/// deferrable one counts (here: not).
+///
+/// # Safety
+/// `rel` is an open relation; in a transaction.
+pub unsafe fn primary_key_index(rel: pg_sys::Relation) -> pg_sys::Oid {
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        pg_sys::RelationGetPrimaryKeyIndex(rel)
+    }
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+    // SAFETY: the caller's promise.
+    unsafe {
+        pg_sys::RelationGetPrimaryKeyIndex(rel, false)
+    }
+}

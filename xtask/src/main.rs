@@ -92,7 +92,7 @@ pub const COMMANDS: &[Command] = &[
     },
     Command {
         name: "bench",
-        args: "<wire|decode|capture|apply|copy|instructions|decode-instructions> [options]",
+        args: "<wire|decode|capture|apply|copy|instructions|decode-instructions|apply-instructions> [options]",
         what: "a benchmark of the bench/ crate -> BENCHMARKS.md",
         run: bench::run,
     },

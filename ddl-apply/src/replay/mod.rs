@@ -1,5 +1,5 @@
-//! DDL replay on subscribers: `ddl_sync.replay()`, called by the `apply_event` trigger on
-//! `ddl_sync.events` (see sql/apply.sql) inside a subscription's apply worker.
+//! DDL replay on subscribers: the `apply_event` trigger on `ddl_sync.events` ([`trigger`])
+//! inside a subscription's apply worker, and `ddl_sync.replay(row)`.
 //!
 //! Nothing in the row is trusted. The statement is parsed again with this server's parser and
 //! must be exactly one statement whose real kind is the one the row claims, one the subscription
@@ -14,6 +14,7 @@ mod adapter_tests;
 mod adapters;
 mod bound;
 mod c_abi;
+pub(crate) mod counters;
 pub(crate) mod created;
 mod dependents;
 mod detach;
@@ -29,6 +30,7 @@ mod statement;
 pub(crate) mod stats;
 mod tables;
 mod tablespace;
+mod trigger;
 mod verify;
 
 use crate::replay::host::ServerHost;
@@ -97,15 +99,19 @@ fn replay_row(
     ),
 > {
     let started = Instant::now();
-    // SAFETY: pgrx made `event` from the row the trigger passed, a composite datum of
-    // ddl_sync.events' row type; in the trigger's transaction.
+    // SAFETY: pgrx made `event` from the row passed, a composite datum of ddl_sync.events' row
+    // type; in the caller's transaction.
     let row = unsafe { ddl_server::event_row::EventRow::read(event.into_pg()) };
-    let verdict = match row.as_ref().map(|row| row.event()) {
+    TableIterator::once(outcome(replay_read(row), started))
+}
+
+/// The replay of a row of `ddl_sync.events` as read (by [`trigger`], or for [`replay_row`]).
+fn replay_read(row: Result<ddl_server::event_row::EventRow, String>) -> Verdict {
+    match row.as_ref().map(|row| row.event()) {
         Ok(Ok(event)) => replay_event(&Event::new(event)),
         Ok(Err(e)) => Verdict::new("refused", format!("not a DDL event: {e}")),
         Err(why) => Verdict::new("refused", format!("not a DDL event: {why}")),
-    };
-    TableIterator::once(outcome(verdict, started))
+    }
 }
 
 /// The replay as extension 0.3.0's SQL calls it (`ddl_sync.replay` of eleven arguments, C

@@ -50,10 +50,18 @@ pub type Usable<'a> = (Vec<(&'a str, &'a str)>, Vec<String>);
 /// server does not accept (a table access method it lacks, a time zone it does not know), and
 /// a note for each of those, for the row: the statement then runs with this server's value.
 /// `Err` with the reason when one of them decides how the text reads ([`READS_TEXT`]).
+///
+/// Those that have their value here already are left out too: setting them changes nothing,
+/// and each step of the replay that sets the rest (check, run, follow-ups) would compare them
+/// again (57 lookups of a setting per event before, in the apply benchmark).
+#[inline(never)] // a phase of `cargo xtask bench apply-instructions`
 pub fn usable<'a>(settings: Settings<'a>, search_path: &'a str) -> Result<Usable<'a>, String> {
     let mut notes = Vec::new();
     let mut usable = Vec::new();
     for (name, value) in settings.with_search_path(search_path) {
+        if ddl_server::guc::current(name).as_deref() == Some(value) {
+            continue;
+        }
         if ddl_server::guc::valid(name, value) {
             usable.push((name, value));
         } else if READS_TEXT.contains(&name) {

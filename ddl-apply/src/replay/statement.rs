@@ -114,6 +114,7 @@ fn kind_of(parsed: &Parsed) -> Result<DdlKind, String> {
 
 /// Checks the statement of an event whose row claims `claimed_tag` and `claimed_kind`. Runs
 /// with the event's search_path set: the kind of `ALTER TABLE x` depends on what `x` is.
+#[inline(never)] // a phase of `cargo xtask bench apply-instructions`
 pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked, String> {
     check_parsed(&parse_one(sql)?, claimed_tag, claimed_kind)
 }

@@ -5,7 +5,16 @@ use ddl_server::errors;
 use ddl_server::subscription_rel;
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use pgrx::spi::Spi;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// A row version of `ddl_sync.subscription_ddl`: (subscription, block, block, offset, xmin).
+type RowVersion = (pg_sys::Oid, u16, u16, u16, pg_sys::TransactionId);
+
+thread_local! {
+    /// The last configuration [`Subscription::config`] built, and the row version it read.
+    static LAST_CONFIG: RefCell<Option<(RowVersion, Rc<Config>)>> = const { RefCell::new(None) };
+}
 
 /// `ddl_sync.applying_subscription()`: the subscription whose apply worker runs this session,
 /// from the session's replication origin, which the apply worker names `pg_<subscription
@@ -73,29 +82,93 @@ impl Subscription {
     }
 
     /// Its DDL configuration; `None` when it does not replay DDL.
-    pub fn config(&self) -> Option<Config> {
-        // The fallback role and the divergence policy through to_jsonb: a database still at
-        // an older version's SQL objects (before ALTER EXTENSION UPDATE) has no such column,
-        // and must go on replaying meanwhile.
-        let (ddl, conflict, rules, fallback_role, divergence) = Spi::connect(|client| {
-            let mut rows = client
-                .select(
-                    "SELECT ddl, conflict, rules, pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'fallback_role',
-                            pg_catalog.to_jsonb(s) OPERATOR(pg_catalog.->>) 'divergence'
-                       FROM ddl_sync.subscription_ddl s WHERE subid OPERATOR(pg_catalog.=) $1",
-                    None,
-                    &[self.oid.into()],
-                )
-                .ok()?;
-            let row = rows.next()?;
-            Some((
-                row.get::<i32>(1).ok().flatten()?,
-                row.get::<String>(2).ok().flatten()?,
-                row.get::<String>(3).ok().flatten(),
-                row.get::<String>(4).ok().flatten(),
-                row.get::<String>(5).ok().flatten(),
-            ))
-        })?;
+    ///
+    /// Read at every replayed event (a configuration changed meanwhile holds from the next
+    /// event on), so from the table directly, and built again (its rules compiled) only when
+    /// the row is another version than the last one read: a row version, named by its place
+    /// and inserting transaction, never changes.
+    #[inline(never)] // a phase of `cargo xtask bench apply-instructions`
+    pub fn config(&self) -> Option<Rc<Config>> {
+        let mut found = None;
+        // SAFETY: in the apply transaction; the columns read are an oid, then text (or name,
+        // read by name below) of rows valid in the callback.
+        unsafe {
+            ddl_server::extension_tables::scan(
+                c"subscription_ddl",
+                &[c"subid"],
+                pg_sys::AccessShareLock,
+                |rel, tuple, values| {
+                    if found.is_none() && values[0] == Some(pg_sys::Datum::from(self.oid)) {
+                        found = Some(self.cached_or_read(rel, tuple));
+                    }
+                },
+            )
+        };
+        found.flatten()
+    }
+
+    /// The configuration of row `tuple` of `ddl_sync.subscription_ddl` (`rel`), from the
+    /// cache when it holds this row version.
+    ///
+    /// # Safety
+    /// `tuple` is a row of `rel`, both valid for the call.
+    unsafe fn cached_or_read(
+        &self,
+        rel: pg_sys::Relation,
+        tuple: pg_sys::HeapTuple,
+    ) -> Option<Rc<Config>> {
+        // SAFETY: the caller's promise: a formed row with its header.
+        let version = unsafe {
+            let t = &*tuple;
+            let xmin = (*t.t_data).t_choice.t_heap.t_xmin;
+            (
+                self.oid,
+                t.t_self.ip_blkid.bi_hi,
+                t.t_self.ip_blkid.bi_lo,
+                t.t_self.ip_posid,
+                xmin,
+            )
+        };
+        if let Some((at, config)) = LAST_CONFIG.with_borrow(|last| last.clone()) {
+            if at == version {
+                return Some(config);
+            }
+        }
+        // SAFETY: the caller's promise.
+        let config = Rc::new(unsafe { self.read(rel, tuple) }?);
+        LAST_CONFIG.set(Some((version, Rc::clone(&config))));
+        Some(config)
+    }
+
+    /// The configuration row `tuple` of `rel` holds. The fallback role and the divergence
+    /// policy are read by name: a database still at an older version's SQL objects (before
+    /// ALTER EXTENSION UPDATE) has no such column, and must go on replaying meanwhile.
+    ///
+    /// # Safety
+    /// As [`Self::cached_or_read`].
+    unsafe fn read(&self, rel: pg_sys::Relation, tuple: pg_sys::HeapTuple) -> Option<Config> {
+        // SAFETY: the caller's promise; each column is found by name in the row's descriptor
+        // and read as its type: int4 `ddl`, text `conflict`, `rules`, `divergence`, name
+        // `fallback_role`.
+        let column = |name: &std::ffi::CStr| unsafe {
+            let desc = (*rel).rd_att;
+            let number = pg_sys::SPI_fnumber(desc, name.as_ptr());
+            if number <= 0 {
+                return None;
+            }
+            let mut null = false;
+            let datum = pg_sys::SPI_getbinval(tuple, desc, number, &mut null);
+            (!null).then_some(datum)
+        };
+        // SAFETY: a text datum of the row.
+        let text = |name| column(name).map(|d| unsafe { ddl_server::text::utf8_text(d) });
+        let ddl = column(c"ddl")?.value() as i32;
+        let conflict = text(c"conflict")?;
+        let rules = text(c"rules");
+        // SAFETY: a name datum points at a NUL-terminated NameData.
+        let fallback_role = column(c"fallback_role")
+            .map(|d| unsafe { ddl_server::text::utf8_ptr(d.cast_mut_ptr()) });
+        let divergence = text(c"divergence");
         let mut builder = RuleSetBuilder::new();
         // The subscription's kinds, `foreign` too when it names it (the builder's own are those
         // of `all`).
