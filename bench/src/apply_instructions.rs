@@ -31,7 +31,7 @@
 use crate::instructions::{callgrind_wrapper, check_valgrind, inclusive_counts, totals};
 use crate::migration::Migration;
 use crate::{
-    check_release_installed, median, options, reproduce, section_heading, spread, verdict,
+    check_release_installed, median, options, reproduce, section_heading, spread, sql, verdict,
     write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
@@ -352,10 +352,6 @@ impl Pair<'_> {
             .map_err(|e| e.to_string())?;
         totals(&self.out.join(format!("cg.{}", pid.trim())))
     }
-}
-
-fn sql(pg: &Cluster, sql: &str) -> Result<String> {
-    pg.psql("postgres", sql).map_err(|e| e.to_string())
 }
 
 /// The `## Apply instructions` section.

@@ -31,7 +31,7 @@ use crate::events::split_events;
 use crate::procfs::{foreign_note, quiet_check, server_cpu_ms, Foreign, Watch};
 use crate::{
     check_release_installed, median, options, pgbench_figure, pgbench_in, reproduce, script_dir,
-    section_heading, spread, write_section, Interval, Machine, Result,
+    section_heading, spread, sql, write_section, Interval, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder};
 use std::path::Path;
@@ -286,10 +286,6 @@ fn measure(pg: &Cluster, config: &Config, args: &[String]) -> Result<Sample> {
         wal_per_transaction: wal / transactions.max(1.0),
         server_cpu_us: 1e3 * cpu / transactions.max(1.0),
     })
-}
-
-fn sql(pg: &Cluster, sql: &str) -> Result<String> {
-    pg.psql("postgres", sql).map_err(|e| e.to_string())
 }
 
 /// Proves that the `capture` database really captures the benchmark's DDL: one script run is

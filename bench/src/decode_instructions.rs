@@ -27,8 +27,8 @@
 use crate::decode::{script_transactions, DDL_SCRIPT, PUBLICATION};
 use crate::instructions::{callgrind_wrapper, inclusive_counts, totals};
 use crate::{
-    check_release_installed, options, pgbench, reproduce, script_dir, section_heading, verdict,
-    write_section, Machine, Result,
+    check_release_installed, options, pgbench, reproduce, script_dir, section_heading, sql,
+    verdict, write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder, StopMode};
 use std::path::{Path, PathBuf};
@@ -188,10 +188,6 @@ pub fn run(args: &[&str]) -> Result {
     write_section(&heading, &text)?;
     println!("{text}");
     Ok(())
-}
-
-fn sql(pg: &Cluster, sql: &str) -> Result<String> {
-    pg.psql("postgres", sql).map_err(|e| e.to_string())
 }
 
 fn slot(key: &str, plugin: Plugin, half: usize) -> String {

@@ -23,7 +23,7 @@
 //! ```
 
 use crate::{
-    check_release_installed, median, options, reproduce, section_heading, spread, verdict,
+    check_release_installed, median, options, reproduce, section_heading, spread, sql, verdict,
     write_section, Machine, Result,
 };
 use ddl_testkit::{Cluster, ClusterBuilder, Cmd};
@@ -380,10 +380,6 @@ pub(crate) fn inclusive_counts(file: &Path, symbols: &[&str]) -> Result<Vec<f64>
                 .fold(0.0, f64::max)
         })
         .collect())
-}
-
-fn sql(pg: &Cluster, sql: &str) -> Result<String> {
-    pg.psql("postgres", sql).map_err(|e| e.to_string())
 }
 
 /// The `## Instructions` section.

@@ -194,6 +194,11 @@ fn write_section(heading: &str, section: &str) -> Result {
     )
 }
 
+/// Runs `sql` on `pg`'s database `postgres` with psql; its output.
+fn sql(pg: &Cluster, sql: &str) -> Result<String> {
+    pg.psql("postgres", sql).map_err(|e| e.to_string())
+}
+
 /// `met` or `NOT met`, as the sections write it.
 fn verdict(met: bool) -> &'static str {
     if met {

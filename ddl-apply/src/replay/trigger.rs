@@ -170,20 +170,19 @@ impl Row {
                 return false;
             }
             let mut keys: [pg_sys::ScanKeyData; 2] = std::mem::zeroed();
-            pg_sys::ScanKeyInit(
-                &mut keys[0],
-                sysid_column as pg_sys::AttrNumber,
-                pg_sys::BTEqualStrategyNumber as u16,
-                pg_sys::Oid::from(pg_sys::F_INT8EQ),
-                pg_sys::Datum::from(sysid),
-            );
-            pg_sys::ScanKeyInit(
-                &mut keys[1],
-                lsn_column as pg_sys::AttrNumber,
-                pg_sys::BTEqualStrategyNumber as u16,
-                pg_sys::Oid::from(pg_sys::F_PG_LSN_EQ),
-                pg_sys::Datum::from(origin_lsn),
-            );
+            let equal = [
+                (sysid_column, pg_sys::F_INT8EQ, sysid),
+                (lsn_column, pg_sys::F_PG_LSN_EQ, origin_lsn),
+            ];
+            for (key, (column, proc, value)) in keys.iter_mut().zip(equal) {
+                pg_sys::ScanKeyInit(
+                    key,
+                    column as pg_sys::AttrNumber,
+                    pg_sys::BTEqualStrategyNumber as u16,
+                    pg_sys::Oid::from(proc),
+                    pg_sys::Datum::from(value),
+                );
+            }
             let scan = pg_sys::systable_beginscan(
                 self.rel,
                 index,
