@@ -103,15 +103,15 @@ pub(crate) struct AsCatalogOwner {
 
 impl AsCatalogOwner {
     pub(crate) fn enter() -> AsCatalogOwner {
-        // Read-only: this runs inside users' statements (the strict guard), some of which must
-        // be the first action of their transaction.
-        let owner = ddl_server::spi::read_one::<pg_sys::Oid>(
-            "SELECT relowner FROM pg_catalog.pg_class
-             WHERE oid OPERATOR(pg_catalog.=) 'ddl_sync.publication_sync'::pg_catalog.regclass",
-            &[],
-        )
-        .or_internal("cannot read the owner of ddl_sync.publication_sync")
-        .or_internal("ddl_sync.publication_sync has no owner in pg_class");
+        // From the catalog caches: this runs inside users' statements (the strict guard), some
+        // of which must be the first action of their transaction, and before every apply
+        // transaction's commit (its counters).
+        // SAFETY: catalog lookups in the caller's transaction (missing_ok).
+        let relid = unsafe { ddl_server::extension_tables::relid(c"publication_sync") };
+        // SAFETY: the open relation's class row.
+        let owner =
+            ddl_server::relcache::with_relation(relid, |rel| unsafe { (*(*rel).rd_rel).relowner })
+                .or_internal("ddl_sync.publication_sync has no owner in pg_class");
         let mut user = pg_sys::InvalidOid;
         let mut context = 0;
         // SAFETY: the same calls fmgr makes around a SECURITY DEFINER function.

@@ -34,7 +34,7 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     unsafe {
         let nest = pg_sys::NewGUCNestLevel();
         for (name, value) in &settings {
-            if is_current(name, value) {
+            if shows(name, value.to_bytes()) {
                 continue;
             }
             // elevel 0: an invalid value is PostgreSQL's ERROR, as for a session's SET.
@@ -46,13 +46,18 @@ pub fn with_settings<R>(settings: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// Whether PostgreSQL shows setting `name`'s current value as exactly `value`.
-fn is_current(name: &CString, value: &CString) -> bool {
+/// Whether PostgreSQL shows setting `name`'s current value as exactly `value` (an unknown
+/// name: no). Setting such a value changes nothing, and checking it proves nothing new.
+pub fn has_value(name: &str, value: &str) -> bool {
+    CString::new(name).is_ok_and(|name| shows(&name, value.as_bytes()))
+}
+
+fn shows(name: &std::ffi::CStr, value: &[u8]) -> bool {
     // SAFETY: missing_ok: NULL for an unknown name; the value is read at once (valid until the
     // next GetConfigOption).
     unsafe {
         let current = pg_sys::GetConfigOption(name.as_ptr(), true, false);
-        !current.is_null() && std::ffi::CStr::from_ptr(current) == value.as_c_str()
+        !current.is_null() && std::ffi::CStr::from_ptr(current).to_bytes() == value
     }
 }
 
@@ -79,12 +84,6 @@ pub fn valid(name: &str, value: &str) -> bool {
     let (Ok(name), Ok(value)) = (CString::new(name), CString::new(value)) else {
         return false;
     };
-    // The current value is valid: checking it again costs more than the comparison, and some
-    // checks read files (timezone_abbreviations' reads its whole set, some 480,000
-    // instructions, at every replayed event).
-    if is_current(&name, &value) {
-        return true;
-    }
     // SAFETY: changeVal = false only validates; elevel DEBUG1 reports a bad name or value at
     // that level and returns 0 instead of raising it. A valid one returns -1 ("not applied
     // because of changeVal"), as +1 would say it was applied.

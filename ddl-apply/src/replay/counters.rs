@@ -9,7 +9,7 @@
 //! subtransaction aborted on the publisher, which a parallel apply worker rolls back) go with
 //! it, as the row would have; an aborted transaction takes all of them.
 
-use crate::local_change::set_local_change;
+use crate::privilege::AsCatalogOwner;
 use ddl_server::errors::OrInternal;
 use ddl_server::xact;
 use pgrx::datum::DatumWithOid;
@@ -130,6 +130,10 @@ fn write() {
     // aborts the transaction, which pops it.)
     // SAFETY: in the transaction, before its commit; popped below.
     unsafe { pg_sys::PushActiveSnapshot(pg_sys::GetTransactionSnapshot()) };
+    // As the extension's owner, whose table it is, and a local change in replica mode: the
+    // commit runs as the subscription's owner, who (on 16+, `pg_create_subscription`) need
+    // not be a superuser; the trigger that counted ran as the events table's owner.
+    let owner = AsCatalogOwner::enter();
     let mut subids: Vec<pg_sys::Oid> = Vec::new();
     for p in &pending {
         if !subids.contains(&p.subid) {
@@ -154,6 +158,7 @@ fn write() {
         }
         write_one(&total);
     }
+    drop(owner);
     // SAFETY: the snapshot pushed above.
     unsafe { pg_sys::PopActiveSnapshot() };
 }
@@ -201,8 +206,6 @@ fn write_one(p: &Pending) {
         PgOid::BuiltIn(PgBuiltInOids::TEXTOID),
         timestamptz_type,
     ];
-    // The apply worker runs in replica mode: this row is ours, not a replicated one.
-    let was_local = set_local_change(true);
     // An UPDATE (the row is there from the subscription's first event on), and an INSERT when
     // it found none: INSERT ... ON CONFLICT tries its speculative insertion first at every
     // call, and costs twice as much. (Should a parallel apply worker and the leader both find
@@ -240,5 +243,4 @@ fn write_one(p: &Pending) {
         )
         .or_internal("cannot count the events in ddl_sync.subscription_counters");
     }
-    set_local_change(was_local);
 }
