@@ -9,7 +9,7 @@
 //!                                         ddl_pgoutput against pgoutput on the same WAL
 //! cargo xtask bench capture [--runs N] [--ddl-scripts N] [--seconds S]
 //!                                         DDL latency and TPS with and without capture
-//! cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R]
+//! cargo xtask bench apply [--runs N] [--statements N] [--seconds S] [--rate R] [--scale N]
 //!                                         a migration's apply time on a subscriber, and the
 //!                                         lag of DML during a DDL burst
 //! cargo xtask bench copy [--runs N] [--tables N] [--megabytes N]
@@ -50,6 +50,7 @@ mod decode;
 mod decode_instructions;
 mod events;
 mod instructions;
+mod layouts;
 mod migration;
 mod procfs;
 pub mod wire;

@@ -192,15 +192,18 @@ impl Migration {
     }
 }
 
-/// A query that describes schema `schema` in one line, `tables N, columns N, indexes N, views
-/// N, functions N, sequences N, comments N, rows N, md5 X`, where X digests every column (type,
-/// NOT NULL, default), index and view definition, function (arguments, body), comment, and every
-/// table's rows: equal lines on publisher and subscriber mean the same schema and data.
-pub(super) fn describe_schema(schema: &str) -> String {
+/// A query that describes the schemas whose names are `LIKE schemas` in one line, `tables N,
+/// columns N, indexes N, views N, functions N, sequences N, comments N, rows N, md5 X`, where X
+/// digests every column (type, NOT NULL, default), index and view definition, function
+/// (arguments, body), comment, and every table's rows: equal lines on publisher and subscriber
+/// mean the same schemas and data.
+pub(super) fn describe_schemas(schemas: &str) -> String {
     format!(
         "WITH rels AS (
-             SELECT c.oid, c.relname, c.relkind FROM pg_class c
-             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '{schema}'),
+             SELECT c.oid, n.nspname, n.nspname || '.' || c.relname AS relname, c.relname AS name,
+                    c.relkind
+             FROM pg_class c
+             JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname LIKE '{schemas}'),
          cols AS (
              SELECT r.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
                     || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END
@@ -209,8 +212,10 @@ pub(super) fn describe_schema(schema: &str) -> String {
              LEFT JOIN pg_attrdef d ON d.adrelid = r.oid AND d.adnum = a.attnum
              WHERE r.relkind IN ('r', 'v')),
          funcs AS (
-             SELECT p.proname || '(' || pg_get_function_arguments(p.oid) || ') ' || p.prosrc AS line
-             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = '{schema}'),
+             SELECT n.nspname || '.' || p.proname || '(' || pg_get_function_arguments(p.oid) || ') '
+                    || p.prosrc AS line
+             FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname LIKE '{schemas}'),
          comments AS (
              SELECT r.relname || ' ' || d.description AS line FROM rels r
              JOIN pg_description d ON d.objoid = r.oid AND d.classoid = 'pg_class'::regclass AND d.objsubid = 0),
@@ -219,7 +224,7 @@ pub(super) fn describe_schema(schema: &str) -> String {
                     (xpath('/row/h/text()', x))[1]::text AS h
              FROM rels r, query_to_xml(format(
                  'SELECT count(*) AS n, md5(coalesce(string_agg(t::text, '','' ORDER BY t::text), '''')) AS h FROM %I.%I t',
-                 '{schema}', r.relname), false, true, '') x
+                 r.nspname, r.name), false, true, '') x
              WHERE r.relkind = 'r'),
          lines AS (
              SELECT 'column ' || line AS line FROM cols

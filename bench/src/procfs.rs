@@ -309,6 +309,77 @@ impl Status {
     }
 }
 
+/// The peak memory of server processes while a measurement runs: each watched process is a
+/// child of a cluster's postmaster whose command line holds a given text (`walsender`), found
+/// when it appears, and its /proc/<pid>/status is read every [`PEAK_EVERY`] (the list of
+/// processes is not read again once all are found, so that the watching costs next to
+/// nothing). VmHWM is the kernel's own peak; the others are the largest sampled.
+pub(super) struct Peaks {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<Status>>,
+}
+
+const PEAK_EVERY: Duration = Duration::from_millis(20);
+
+impl Peaks {
+    /// `watched`: per process, its cluster and a text of its command line.
+    pub(super) fn start(watched: &[(&Cluster, &'static str)]) -> Result<Peaks> {
+        let watched: Vec<(u32, &'static str)> = watched
+            .iter()
+            .map(|(pg, what)| Ok((postmaster_pid(pg)?, *what)))
+            .collect::<Result<_>>()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut pids: Vec<Option<u32>> = vec![None; watched.len()];
+            let mut peaks = vec![Status::default(); watched.len()];
+            loop {
+                // Read after the flag, so that the last reading is after the caller's end.
+                let last = flag.load(Ordering::Relaxed);
+                if pids.iter().any(Option::is_none) {
+                    for (pid, (postmaster, what)) in pids.iter_mut().zip(&watched) {
+                        *pid = pid.or_else(|| child_running(*postmaster, what));
+                    }
+                }
+                for (pid, peak) in pids.iter().zip(peaks.iter_mut()) {
+                    if let Some(status) = pid.and_then(proc_status) {
+                        *peak = peak.max(&status);
+                    }
+                }
+                if last {
+                    return peaks;
+                }
+                std::thread::sleep(PEAK_EVERY);
+            }
+        });
+        Ok(Peaks { stop, thread })
+    }
+
+    /// Stops watching; the peaks, in the order of `start`'s list. Fails when a process was
+    /// never found.
+    pub(super) fn finish(self) -> Result<Vec<Status>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let peaks = self
+            .thread
+            .join()
+            .map_err(|_| "the memory watch panicked".to_string())?;
+        if peaks.iter().any(|p| p.hwm_kb == 0) {
+            return Err("a watched server process was never found in /proc".into());
+        }
+        Ok(peaks)
+    }
+}
+
+/// The child of `postmaster` whose command line holds `what`.
+fn child_running(postmaster: u32, what: &str) -> Option<u32> {
+    processes().into_iter().find_map(|(pid, p)| {
+        (p.ppid == postmaster
+            && std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(what)))
+        .then_some(pid)
+    })
+}
+
 /// The CPU time (user + system) of process `pid` in ms: `se.sum_exec_runtime` of
 /// /proc/<pid>/sched (nanosecond clock) when the kernel has it, else utime + stime of
 /// /proc/<pid>/stat (clock ticks, 10 ms); `None` once the process is gone.
