@@ -177,7 +177,7 @@ pub struct Part {
 }
 
 /// One attribute of a column, as text (`None`: it has none), for [`differences`].
-type ColumnAttribute = fn(&ColumnDescription) -> Option<String>;
+type ColumnAttribute = for<'a> fn(&'a ColumnDescription) -> Option<&'a str>;
 
 fn is_false(b: &bool) -> bool {
     !*b
@@ -248,33 +248,36 @@ impl fmt::Display for Difference {
 
 /// Every attribute in which `subscriber` differs from `publisher`, objects matched by kind and
 /// identity, columns and table parts by name; empty when they describe the same.
+///
+/// Every replayed statement is compared: values are compared where they are, and an
+/// attribute's name is written only for a difference.
 pub fn differences(publisher: &Description, subscriber: &Description) -> Vec<Difference> {
     let mut out = Vec::new();
     let same =
         |a: &ObjectDescription, b: &ObjectDescription| a.kind == b.kind && a.identity == b.identity;
     for p in &publisher.objects {
-        let object = format!("{} {}", p.kind, p.identity);
+        let object = || format!("{} {}", p.kind, p.identity);
         let Some(s) = subscriber.objects.iter().find(|s| same(p, s)) else {
             out.push(Difference {
-                object,
+                object: object(),
                 attribute: "presence".into(),
                 publisher: Some(action_word(p.action).into()),
                 subscriber: None,
             });
             continue;
         };
-        let mut differ = |attribute: String, pv: Option<&str>, sv: Option<&str>| {
+        let mut differ = |attribute: &dyn fmt::Display, pv: Option<&str>, sv: Option<&str>| {
             if pv != sv {
                 out.push(Difference {
-                    object: object.clone(),
-                    attribute,
+                    object: object(),
+                    attribute: attribute.to_string(),
                     publisher: pv.map(str::to_string),
                     subscriber: sv.map(str::to_string),
                 });
             }
         };
         differ(
-            "action".into(),
+            &"action",
             Some(action_word(p.action)),
             Some(action_word(s.action)),
         );
@@ -294,7 +297,7 @@ pub fn differences(publisher: &Description, subscriber: &Description) -> Vec<Dif
 }
 
 /// Reports an attribute by name with both values (`None`: it has none), when they differ.
-type Differ<'a> = dyn FnMut(String, Option<&str>, Option<&str>) + 'a;
+type Differ<'a> = dyn FnMut(&dyn fmt::Display, Option<&str>, Option<&str>) + 'a;
 
 fn action_word(action: Action) -> &'static str {
     match action {
@@ -306,20 +309,22 @@ fn action_word(action: Action) -> &'static str {
 }
 
 fn object_differences(p: &ObjectDescription, s: &ObjectDescription, differ: &mut Differ<'_>) {
-    differ("owner".into(), p.owner.as_deref(), s.owner.as_deref());
+    differ(&"owner", p.owner.as_deref(), s.owner.as_deref());
     differ(
-        "definition".into(),
+        &"definition",
         p.definition.as_deref(),
         s.definition.as_deref(),
     );
-    let labels = |o: &ObjectDescription| (!o.labels.is_empty()).then(|| o.labels.join(", "));
-    differ("labels".into(), labels(p).as_deref(), labels(s).as_deref());
+    if p.labels != s.labels {
+        let labels = |o: &ObjectDescription| (!o.labels.is_empty()).then(|| o.labels.join(", "));
+        differ(&"labels", labels(p).as_deref(), labels(s).as_deref());
+    }
     column_differences(&p.columns, &s.columns, differ);
     match (&p.table, &s.table) {
         (Some(pt), Some(st)) => table_differences(pt, st, differ),
         (None, None) => {}
         (pt, st) => differ(
-            "table".into(),
+            &"table",
             pt.as_ref().map(|_| "described"),
             st.as_ref().map(|_| "described"),
         ),
@@ -327,31 +332,33 @@ fn object_differences(p: &ObjectDescription, s: &ObjectDescription, differ: &mut
 }
 
 fn column_differences(p: &[ColumnDescription], s: &[ColumnDescription], differ: &mut Differ<'_>) {
-    let names = |c: &[ColumnDescription]| c.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
-    for name in union(&names(p), &names(s)) {
+    let (pn, sn): (Vec<&str>, Vec<&str>) = (
+        p.iter().map(|c| c.name.as_str()).collect(),
+        s.iter().map(|c| c.name.as_str()).collect(),
+    );
+    for name in union(&pn, &sn) {
         let pc = p.iter().find(|c| c.name == name);
         let sc = s.iter().find(|c| c.name == name);
-        let column = format!("column {name}");
         match (pc, sc) {
             (Some(pc), Some(sc)) => {
                 let fields: [(&str, ColumnAttribute); 6] = [
-                    ("type", |c| Some(c.type_name.clone())),
-                    ("collation", |c| c.collation.clone()),
-                    ("not null", |c| c.not_null.then(|| "NOT NULL".to_string())),
-                    ("default", |c| c.default.clone()),
-                    ("identity", |c| c.identity.clone()),
-                    ("generated", |c| c.generated.clone()),
+                    ("type", |c| Some(&c.type_name)),
+                    ("collation", |c| c.collation.as_deref()),
+                    ("not null", |c| c.not_null.then_some("NOT NULL")),
+                    ("default", |c| c.default.as_deref()),
+                    ("identity", |c| c.identity.as_deref()),
+                    ("generated", |c| c.generated.as_deref()),
                 ];
                 for (field, value) in fields {
                     differ(
-                        format!("{column}: {field}"),
-                        value(pc).as_deref(),
-                        value(sc).as_deref(),
+                        &format_args!("column {name}: {field}"),
+                        value(pc),
+                        value(sc),
                     );
                 }
             }
             (pc, sc) => differ(
-                column,
+                &format_args!("column {name}"),
                 pc.map(|c| c.type_name.as_str()),
                 sc.map(|c| c.type_name.as_str()),
             ),
@@ -361,31 +368,30 @@ fn column_differences(p: &[ColumnDescription], s: &[ColumnDescription], differ: 
 
 fn table_differences(p: &TableDescription, s: &TableDescription, differ: &mut Differ<'_>) {
     differ(
-        "replica identity".into(),
+        &"replica identity",
         Some(&p.replica_identity),
         Some(&s.replica_identity),
     );
     differ(
-        "row security".into(),
+        &"row security",
         p.row_security.as_deref(),
         s.row_security.as_deref(),
     );
     differ(
-        "partition key".into(),
+        &"partition key",
         p.partition_key.as_deref(),
         s.partition_key.as_deref(),
     );
     differ(
-        "partition of".into(),
+        &"partition of",
         p.partition_of.as_deref(),
         s.partition_of.as_deref(),
     );
-    let inherits = |t: &TableDescription| (!t.inherits.is_empty()).then(|| t.inherits.join(", "));
-    differ(
-        "inherits".into(),
-        inherits(p).as_deref(),
-        inherits(s).as_deref(),
-    );
+    if p.inherits != s.inherits {
+        let inherits =
+            |t: &TableDescription| (!t.inherits.is_empty()).then(|| t.inherits.join(", "));
+        differ(&"inherits", inherits(p).as_deref(), inherits(s).as_deref());
+    }
     part_differences("constraint", &p.constraints, &s.constraints, differ);
     part_differences("index", &p.indexes, &s.indexes, differ);
     part_differences("trigger", &p.triggers, &s.triggers, differ);
@@ -395,27 +401,33 @@ fn table_differences(p: &TableDescription, s: &TableDescription, differ: &mut Di
 
 /// The differences of two lists of parts, matched by name.
 fn part_differences(what: &str, p: &[Part], s: &[Part], differ: &mut Differ<'_>) {
-    let names = |l: &[Part]| l.iter().map(|part| part.name.clone()).collect::<Vec<_>>();
-    for name in union(&names(p), &names(s)) {
-        let definition = |l: &[Part]| {
-            l.iter()
-                .find(|part| part.name == name)
-                .map(|part| part.definition.clone())
-        };
+    let (pn, sn): (Vec<&str>, Vec<&str>) = (
+        p.iter().map(|part| part.name.as_str()).collect(),
+        s.iter().map(|part| part.name.as_str()).collect(),
+    );
+    for name in union(&pn, &sn) {
         differ(
-            format!("{what} {name}"),
-            definition(p).as_deref(),
-            definition(s).as_deref(),
+            &format_args!("{what} {name}"),
+            definition_of(p, name),
+            definition_of(s, name),
         );
     }
 }
 
+/// The definition of the part of `parts` named `name`.
+fn definition_of<'a>(parts: &'a [Part], name: &str) -> Option<&'a str> {
+    parts
+        .iter()
+        .find(|part| part.name == name)
+        .map(|part| part.definition.as_str())
+}
+
 /// The names of `a`, then those of `b` that `a` lacks, each once.
-fn union(a: &[String], b: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(a.len() + b.len());
+fn union<'a>(a: &[&'a str], b: &[&'a str]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::with_capacity(a.len() + b.len());
     for name in a.iter().chain(b) {
         if !out.contains(name) {
-            out.push(name.clone());
+            out.push(name);
         }
     }
     out
