@@ -126,6 +126,8 @@ mod catalog_tests;
 #[cfg(any(test, feature = "pg_test"))]
 mod contract_tests;
 #[cfg(any(test, feature = "pg_test"))]
+mod describe_tests;
+#[cfg(any(test, feature = "pg_test"))]
 mod text_tests;
 #[cfg(any(test, feature = "pg_test"))]
 pub(crate) use catalog_tests::tests;

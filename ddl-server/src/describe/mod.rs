@@ -13,6 +13,7 @@
 //! Relations (tables, views, materialized views, sequences) are in [`relation`], the other
 //! kinds in [`object`].
 
+pub mod index;
 mod object;
 mod relation;
 

@@ -412,7 +412,7 @@ unsafe fn indexes(rel: pg_sys::Relation) -> Vec<Part> {
                 let name = pg_sys::get_rel_name(oid);
                 (!name.is_null() && pg_sys::get_index_isvalid(oid)).then(|| Part {
                     name: utf8_ptr(name),
-                    definition: text_of(pg_sys::pg_get_indexdef, &[oid.into()]).unwrap_or_default(),
+                    definition: super::index::definition(rel, oid),
                 })
             }
         })
