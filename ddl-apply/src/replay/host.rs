@@ -32,6 +32,9 @@ struct Claim {
     notes: Vec<String>,
     /// What the statement bound by name on the publisher (`bound.rs`); `None` when not known.
     published: Option<Rc<BTreeSet<String>>>,
+    /// The event's statement as its check parsed it, taken by the first statement run that
+    /// is the same text.
+    parsed: Option<statement::Parsed>,
 }
 
 thread_local! {
@@ -61,6 +64,7 @@ impl ServerHost {
             refusal: None,
             notes: Vec::new(),
             published: published.map(Rc::new),
+            parsed: checked.parsed.take(),
         };
         ServerHost {
             outer: CLAIM.replace(Some(claim)),
@@ -297,9 +301,19 @@ pub fn execute_claimed(sql: &str) -> Outcome {
         .iter()
         .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
+    // The event's own text was parsed by its check, with the same settings: parsing depends
+    // on nothing else (the checks below depend on the role, which has changed since).
+    let parsed = CLAIM.with_borrow_mut(|c| {
+        c.as_mut()
+            .and_then(|c| c.parsed.take())
+            .filter(|p| p.is_of(sql))
+    });
     // Names resolve, and literals parse, as the statement will: with the event's settings.
     let checked = with_settings(&settings, || {
-        let parsed = statement::parse_one(sql)?;
+        let parsed = match parsed {
+            Some(parsed) => parsed,
+            None => statement::parse_one(sql)?,
+        };
         let here = statement::check_parsed(&parsed, &tag, kind)?.schema;
         match (&here, &schema) {
             (Some(here), judged) if judged.as_ref() != Some(here) => Err(format!(

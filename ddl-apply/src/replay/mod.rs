@@ -600,6 +600,7 @@ fn check(event: &Event<'_>) -> Result<Checked, String> {
         kind,
         schema: (!event.row.schema.is_empty()).then(|| event.row.schema.to_string()),
         altered: None,
+        parsed: Default::default(),
     })
 }
 

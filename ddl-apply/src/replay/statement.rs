@@ -5,6 +5,7 @@ use crate::replay::object;
 use ddl_filter::{classify_object, Classification, DdlKind};
 use pgrx::list::PgList;
 use pgrx::pg_sys;
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 
 /// A statement that passed the checks: exactly one, of a replicated kind, the kind the row
@@ -20,6 +21,9 @@ pub struct Checked {
     /// The relation an ALTER TABLE (the statement that may change a column's type) works on,
     /// when it exists here.
     pub altered: Option<pg_sys::Oid>,
+    /// The parse the check read, for the replay to run without parsing the text again (see
+    /// `host::execute_claimed`): taken once; `None` for another dialect's statement.
+    pub parsed: Cell<Option<Parsed>>,
 }
 
 impl Checked {
@@ -37,9 +41,16 @@ impl Checked {
 pub struct Parsed {
     stmt: *mut pg_sys::RawStmt,
     pub tag: String,
+    /// The text it was parsed from.
+    text: String,
 }
 
 impl Parsed {
+    /// Whether it is the parse of `sql`.
+    pub fn is_of(&self, sql: &str) -> bool {
+        self.text == sql
+    }
+
     /// The raw parse tree of the statement.
     pub fn tree(&self) -> *mut pg_sys::Node {
         // SAFETY: a RawStmt from the parser (see above).
@@ -88,7 +99,11 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
             .into_owned()
         }
     };
-    Ok(Parsed { stmt, tag })
+    Ok(Parsed {
+        stmt,
+        tag,
+        text: sql.to_string(),
+    })
 }
 
 /// The command tag and kind of `sql`, one statement that no row claims anything about (an
@@ -116,7 +131,10 @@ fn kind_of(parsed: &Parsed) -> Result<DdlKind, String> {
 /// with the event's search_path set: the kind of `ALTER TABLE x` depends on what `x` is.
 #[inline(never)] // a phase of `cargo xtask bench apply-instructions`
 pub fn check(sql: &str, claimed_tag: &str, claimed_kind: &str) -> Result<Checked, String> {
-    check_parsed(&parse_one(sql)?, claimed_tag, claimed_kind)
+    let parsed = parse_one(sql)?;
+    let checked = check_parsed(&parsed, claimed_tag, claimed_kind)?;
+    checked.parsed.set(Some(parsed));
+    Ok(checked)
 }
 
 /// [`check`] of a statement already parsed.
@@ -157,6 +175,7 @@ pub fn check_parsed(
         kind,
         schema,
         altered,
+        parsed: Cell::new(None),
     })
 }
 
