@@ -80,7 +80,7 @@ const PHASES: [(&str, &str); 17] = [
     ),
     (
         "ddl_sync::replay::host::execute_claimed",
-        "the statement parsed again, checked against the claim, and run (the statement included)",
+        "the statement checked against the claim as its role (from the check's parse), and run (the statement included)",
     ),
     (
         "ddl_sync::replay::verify_made",
