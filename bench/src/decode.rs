@@ -68,7 +68,7 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(5);
 const SMAPS_EVERY: u32 = 20;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Plugin {
+pub(crate) enum Plugin {
     Pgoutput,
     DdlPgoutput,
 }
@@ -102,7 +102,7 @@ const WORKLOADS: [Workload; 2] = [
 ];
 
 /// One pg_recvlogical run.
-struct Run {
+pub(crate) struct Run {
     plugin: Plugin,
     /// The round (1..=runs) it was timed in.
     round: u32,
@@ -111,7 +111,7 @@ struct Run {
     /// The walsender's CPU time (user + system), ms, at the last reading.
     cpu_ms: f64,
     /// From /proc/<walsender>/status, in kB: the last VmHWM seen, the largest of the others.
-    mem: Status,
+    pub(crate) mem: Status,
     /// How many times the walsender's figures were read.
     samples: u32,
 }
@@ -350,7 +350,7 @@ pub(crate) fn script_transactions(report: &str, name: &str) -> Result<u64> {
 
 /// Decodes `slot` up to `end` with pg_recvlogical into `out` (else /dev/null), timing it and
 /// sampling the walsender's CPU time and memory until pg_recvlogical exits.
-fn decode_once(
+pub(crate) fn decode_once(
     pg: &Cluster,
     slot: &str,
     plugin: Plugin,

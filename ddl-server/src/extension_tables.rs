@@ -100,6 +100,35 @@ pub unsafe fn scan(
     relid
 }
 
+/// The number of column `name` in descriptor `desc`; `None` when it has none (a table still at
+/// an older version's SQL objects may lack a column this version reads).
+///
+/// # Safety
+/// `desc` is a valid descriptor.
+pub unsafe fn column_number(desc: pg_sys::TupleDesc, name: &CStr) -> Option<i32> {
+    // SAFETY: the caller's promise; a NUL-terminated name.
+    let number = unsafe { pg_sys::SPI_fnumber(desc, name.as_ptr()) };
+    (number > 0).then_some(number)
+}
+
+/// The value of column `name` of `tuple`, a row of `desc`; `None` when NULL or when there is
+/// no such column (see [`column_number`]).
+///
+/// # Safety
+/// `tuple` is a row of `desc`, both valid.
+pub unsafe fn column_value(
+    tuple: pg_sys::HeapTuple,
+    desc: pg_sys::TupleDesc,
+    name: &CStr,
+) -> Option<pg_sys::Datum> {
+    // SAFETY: the caller's promise.
+    let number = unsafe { column_number(desc, name) }?;
+    let mut null = false;
+    // SAFETY: the caller's promise; one of the row's columns.
+    let datum = unsafe { pg_sys::SPI_getbinval(tuple, desc, number, &mut null) };
+    (!null).then_some(datum)
+}
+
 /// Adds the row of `values` (one per column, in order, none NULL) to `ddl_sync.<table>` as a
 /// catalog row: no trigger fires and no privilege is checked, so the caller decides who may.
 /// Nothing when the extension is not installed.

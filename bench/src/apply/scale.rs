@@ -5,7 +5,8 @@
 //! the extension, whose caches grow with what the statements make as the worker's do, and a
 //! walsender decoding the same WAL with PostgreSQL's `pgoutput` (pg_recvlogical).
 
-use super::{Pair, MARK, PUBLICATION, SUBSCRIPTION};
+use super::{Pair, MARK, SUBSCRIPTION};
+use crate::decode::{decode_once, Plugin};
 use crate::layouts::Layout;
 use crate::migration::Migration;
 use crate::procfs::{Peaks, Status};
@@ -97,33 +98,10 @@ fn pgoutput_peak(pair: &Pair) -> Result<Status> {
     let end = pair.publisher_lsn()?;
     // Something past the end, so that pg_recvlogical stops as soon as it gets there.
     pair.publisher_sql(&format!("INSERT INTO {MARK} VALUES ({})", pair.next_mark()))?;
-    let peaks = Peaks::start(&[(&pair.publisher, WALSENDER)])?;
-    let mut cmd = pair.publisher.recvlogical("postgres", PLAIN_SLOT).command();
-    cmd.args([
-        "--start",
-        "--no-loop",
-        "--endpos",
-        &end,
-        "--fsync-interval",
-        "0",
-    ])
-    .args(["-o", "proto_version=1", "-o"])
-    .arg(format!("publication_names={PUBLICATION}"))
-    .args(["-f", "/dev/null"]);
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run pg_recvlogical: {e}"))?;
-    let peak = peaks.finish()?[0];
-    if !out.status.success() {
-        return Err(format!(
-            "pg_recvlogical on slot {PLAIN_SLOT} failed ({}):\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
+    let run = decode_once(&pair.publisher, PLAIN_SLOT, Plugin::Pgoutput, 0, &end, None)?;
     pair.publisher_sql(&format!("SELECT pg_drop_replication_slot('{PLAIN_SLOT}')"))?;
     pair.subscriber_sql(&format!("ALTER SUBSCRIPTION {SUBSCRIPTION} ENABLE"))?;
-    Ok(peak)
+    Ok(run.mem)
 }
 
 /// The peak memory of a session on the subscriber that runs `migration` in database

@@ -12,6 +12,7 @@
 use super::{counters, replay_read};
 use crate::subscriber::applying::applying_subscription;
 use ddl_server::event_row::EventRow;
+use ddl_server::extension_tables::{column_number, column_value};
 use pgrx::prelude::*;
 use pgrx::{pg_sys, IntoDatum, PgTupleDesc};
 use std::convert::Infallible;
@@ -199,18 +200,14 @@ impl Row {
 
     /// The number of column `name`; `None` when the table has none.
     fn column(&self, name: &CStr) -> Option<i32> {
-        // SAFETY: a valid descriptor (see `new`); a NUL-terminated name.
-        let number = unsafe { pg_sys::SPI_fnumber(self.desc, name.as_ptr()) };
-        (number > 0).then_some(number)
+        // SAFETY: a valid descriptor (see `new`).
+        unsafe { column_number(self.desc, name) }
     }
 
     /// Column `name`'s value; `None` when NULL or missing.
     fn get(&self, name: &CStr) -> Option<pg_sys::Datum> {
-        let number = self.column(name)?;
-        let mut null = false;
-        // SAFETY: a row of `desc` and one of its columns (see `new`).
-        let datum = unsafe { pg_sys::SPI_getbinval(self.tuple, self.desc, number, &mut null) };
-        (!null).then_some(datum)
+        // SAFETY: a row of `desc` (see `new`).
+        unsafe { column_value(self.tuple, self.desc, name) }
     }
 
     /// The value of an int8 or pg_lsn column (both 64-bit, passed by value).

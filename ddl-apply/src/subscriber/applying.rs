@@ -150,15 +150,8 @@ impl Subscription {
         // SAFETY: the caller's promise; each column is found by name in the row's descriptor
         // and read as its type: int4 `ddl`, text `conflict`, `rules`, `divergence`, name
         // `fallback_role`.
-        let column = |name: &std::ffi::CStr| unsafe {
-            let desc = (*rel).rd_att;
-            let number = pg_sys::SPI_fnumber(desc, name.as_ptr());
-            if number <= 0 {
-                return None;
-            }
-            let mut null = false;
-            let datum = pg_sys::SPI_getbinval(tuple, desc, number, &mut null);
-            (!null).then_some(datum)
+        let column = |name| unsafe {
+            ddl_server::extension_tables::column_value(tuple, (*rel).rd_att, name)
         };
         // SAFETY: a text datum of the row.
         let text = |name| column(name).map(|d| unsafe { ddl_server::text::utf8_text(d) });
