@@ -159,6 +159,26 @@ pub unsafe fn owns_relation(relid: pg_sys::Oid, role: pg_sys::Oid) -> bool {
     }
 }
 
+/// Whether `member` may `SET ROLE role` (a superuser may become any role). PostgreSQL 16 made
+/// a membership's right to SET ROLE an option of its own (`GRANT ... WITH SET FALSE`), which
+/// `is_member_of_role` does not read: becoming a role by its membership alone would let a
+/// subscription owner act as a role it was granted only to inherit rights from (or nothing).
+///
+/// # Safety
+/// In a backend inside a transaction; both roles exist.
+pub unsafe fn may_set_role(member: pg_sys::Oid, role: pg_sys::Oid) -> bool {
+    // SAFETY: catalog cache lookups of two roles, the caller's promise.
+    #[cfg(feature = "pg15")]
+    unsafe {
+        pg_sys::is_member_of_role(member, role)
+    }
+    // SAFETY: as above.
+    #[cfg(not(feature = "pg15"))]
+    unsafe {
+        pg_sys::member_can_set_role(member, role)
+    }
+}
+
 /// libpqwalreceiver's `walrcv_connect`: a logical replication connection to `conninfo`, as a
 /// subscription's own workers make it. On 16+, a role that is not a superuser must then
 /// authenticate with a password, as PostgreSQL requires of a subscription it owns.

@@ -109,7 +109,7 @@ impl ServerHost {
             ));
         }
         // SAFETY: catalog lookups of two roles that exist, in the replay's transaction.
-        if !unsafe { pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid) } {
+        if !unsafe { ddl_server::versions::may_set_role(pg_sys::GetUserId(), roleid) } {
             return Err(format!(
                 "the subscription owner {current} may not become role \"{role}\""
             ));
@@ -205,7 +205,7 @@ pub fn replay_role(role: &str, fallback: Option<&str>) -> Option<String> {
             let roleid = pg_sys::get_role_oid(name.as_ptr(), true);
             roleid != pg_sys::InvalidOid
                 && (superuser_ok || !pg_sys::superuser_arg(roleid))
-                && pg_sys::is_member_of_role(pg_sys::GetUserId(), roleid)
+                && ddl_server::versions::may_set_role(pg_sys::GetUserId(), roleid)
         }
     };
     if !role.is_empty() && may_become(role, true) {

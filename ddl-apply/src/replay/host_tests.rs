@@ -147,4 +147,30 @@ mod tests {
             format!("{added}p3|p3_bounds|CHECK (((k >= 20) AND (k < 30)))|t|0|t")
         );
     }
+
+    #[pg_test]
+    fn a_statement_runs_as_a_role_the_owner_may_set_role_to() {
+        use crate::replay::host::replay_role;
+        let version = Spi::get_one::<i32>("SELECT current_setting('server_version_num')::int")
+            .unwrap()
+            .unwrap();
+        Spi::run(
+            "CREATE ROLE ddl_sync_t_owner; CREATE ROLE ddl_sync_t_app; CREATE ROLE ddl_sync_t_admin;
+             GRANT ddl_sync_t_app TO ddl_sync_t_owner;",
+        )
+        .expect("setup");
+        if version >= 160000 {
+            // 16's option: the admin's rights, without the right to become the admin.
+            Spi::run("GRANT ddl_sync_t_admin TO ddl_sync_t_owner WITH INHERIT TRUE, SET FALSE")
+                .expect("grant");
+        }
+        Spi::run("SET ROLE ddl_sync_t_owner").expect("SET ROLE");
+        let app = replay_role("ddl_sync_t_app", None);
+        let admin = replay_role("ddl_sync_t_admin", None);
+        let superuser = replay_role("postgres", None);
+        Spi::run("RESET ROLE").expect("RESET ROLE");
+        assert_eq!(app.as_deref(), Some("ddl_sync_t_app"));
+        assert_eq!(admin, None);
+        assert_eq!(superuser, None);
+    }
 }

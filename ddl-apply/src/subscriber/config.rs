@@ -114,23 +114,26 @@ fn require_utf8_database() {
     }
 }
 
-/// Stores a change of the configuration of subscription `name` (its owner, or a member of the
-/// owner's role, only), forgets the rows of subscriptions dropped meanwhile, and marks
+/// Stores a change of the configuration of subscription `name` (only for a role with its owner's
+/// privileges, as PostgreSQL's own ownership check: a membership without INHERIT does not
+/// count, nor on 16+ one granted `WITH INHERIT FALSE`), forgets the rows of subscriptions dropped meanwhile, and marks
 /// `ddl_sync.events` ready for it. Returns the subscription's OID.
 pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     require_utf8_database();
     let subid = subscription_oid(name);
-    let owner = Spi::get_one_with_args::<bool>(
-        "SELECT pg_catalog.pg_has_role(subowner, 'MEMBER') FROM pg_catalog.pg_subscription WHERE oid = $1",
+    let (may_change, subowner) = Spi::get_two_with_args::<bool, pg_sys::Oid>(
+        "SELECT pg_catalog.pg_has_role(subowner, 'USAGE'), subowner
+           FROM pg_catalog.pg_subscription WHERE oid = $1",
         &[subid.into()],
-    );
-    if owner != Ok(Some(true)) {
+    )
+    .unwrap_or((None, None));
+    let (Some(true), Some(subowner)) = (may_change, subowner) else {
         ereport!(
             ERROR,
             PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!("must be owner of subscription {name}")
         );
-    }
+    };
     // The catalog is the extension owner's to read and write; the caller was checked above.
     let owner = AsCatalogOwner::enter();
     let stored = stored_row(subid);
@@ -145,6 +148,9 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
             );
         }
     };
+    if kinds != 0 {
+        require_superuser_owner(name, subowner);
+    }
     let conflict = change
         .conflict
         .map(str::to_owned)
@@ -207,6 +213,59 @@ pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     drop(owner);
     own_tables_in_subscription(subid, true);
     subid
+}
+
+/// A subscription that replicates DDL is owned by a superuser, as on PostgreSQL 15, where only
+/// superusers own subscriptions. 16 lets a role with `pg_create_subscription` own one, but its
+/// apply worker could not take a single event: it writes each into `ddl_sync.events`, the
+/// extension owner's table (with `run_as_owner = false` only as a role that may become that
+/// owner, with `true` only with INSERT on it), and the replay becomes the role that ran each
+/// statement on the publisher and keeps the extension's own tables, which need a superuser's
+/// rights here. Refused here, before anything is made on the publisher, rather than found by
+/// the apply worker stopping at the first event.
+fn require_superuser_owner(name: &str, owner: pg_sys::Oid) {
+    // SAFETY: catalog cache lookups of the subscription's owner, which exists.
+    let (superuser, role) = unsafe {
+        (
+            pg_sys::superuser_arg(owner),
+            ddl_server::text::utf8_ptr(pg_sys::GetUserNameFromId(owner, false)),
+        )
+    };
+    if !superuser {
+        errors::Error::new(
+            PgSqlErrorCode::ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format_args!(
+                "subscription \"{name}\" replicates DDL, so its owner must be a superuser"
+            ),
+        )
+        .detail(format_args!(
+            "Role \"{role}\" is not a superuser. The apply worker records each DDL event in \
+             ddl_sync.events and replays the statement as the publisher's role that ran it: \
+             both need a superuser's rights on the subscriber."
+        ))
+        .hint("Let a superuser own the subscription, or set ddl = 'none'.")
+        .raise();
+    }
+}
+
+/// After `ALTER SUBSCRIPTION name OWNER TO`: a subscription that replicates DDL keeps a
+/// superuser as its owner (see [`require_superuser_owner`]).
+pub(crate) fn owner_changed(name: &str) {
+    let subid = subscription_oid(name);
+    let replicates_ddl = {
+        let _owner = AsCatalogOwner::enter();
+        stored_row(subid).is_some_and(|row| row.ddl != 0)
+    };
+    if !replicates_ddl {
+        return;
+    }
+    let owner = Spi::get_one_with_args::<pg_sys::Oid>(
+        "SELECT subowner FROM pg_catalog.pg_subscription WHERE oid = $1",
+        &[subid.into()],
+    )
+    .or_internal("cannot read the subscription's owner")
+    .or_internal("the subscription has no owner");
+    require_superuser_owner(name, owner);
 }
 
 /// The stored configuration of a subscription.

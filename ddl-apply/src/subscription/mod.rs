@@ -344,6 +344,20 @@ unsafe fn after_other(node: *mut pg_sys::Node) {
                 unsafe { utf8_ptr((*node.cast::<pg_sys::CreateSubscriptionStmt>()).subname) };
             config::own_tables_in_subscription(config::subscription_oid(&name), false);
         }
+        pg_sys::NodeTag::T_AlterOwnerStmt => {
+            // SAFETY: the tag says AlterOwnerStmt; for a subscription the parser makes `object`
+            // a String node of its name.
+            let name = unsafe {
+                let stmt = node.cast::<pg_sys::AlterOwnerStmt>();
+                if (*stmt).objectType != pg_sys::ObjectType::OBJECT_SUBSCRIPTION
+                    || !extension_exists()
+                {
+                    return;
+                }
+                utf8_ptr((*(*stmt).object.cast::<pg_sys::String>()).sval)
+            };
+            config::owner_changed(&name);
+        }
         pg_sys::NodeTag::T_AlterSubscriptionStmt => {
             // Named one by one: a name a new major renames must not become a catch-all binding.
             use ddl_server::versions::ALTER_SUBSCRIPTION_REFRESH_PUBLICATION;
