@@ -108,10 +108,14 @@ fn statistics_count_what_happened_to_each_statement() {
         "2|1|1|1"
     );
 
-    // The subscriber's log: LOG for each applied or skipped statement, WARNING for the others.
+    // The subscriber's log: LOG for each skipped statement, WARNING for the others; an
+    // applied one only where `log_statement` would log it run here (not by default).
     let log = subscriber.log_tail(400);
+    assert!(
+        !log.contains("CREATE TABLE public.a (origin "),
+        "a LOG line for an applied statement with log_statement = none:\n{log}"
+    );
     for (level, what) in [
-        ("LOG", "CREATE TABLE public.a (origin "),
         ("LOG", "CREATE TABLE public.skipme (origin "),
         ("WARNING", "CREATE INDEX public.a_id (origin "),
         ("WARNING", "CREATE TABLE public.clash (origin "),
@@ -124,6 +128,13 @@ fn statistics_count_what_happened_to_each_statement() {
     }
 
     replay_errors_are_counted_although_rolled_back(&publisher, &subscriber);
+    let log = subscriber.log_tail(400);
+    assert!(
+        log.lines().any(|l| l
+            .contains("LOG:  ddl_sync: subscription \"sub\": CREATE TABLE public.clash2 (origin ")
+            && l.ends_with(") applied")),
+        "no LOG line for an applied statement with log_statement = ddl:\n{log}"
+    );
     resets(&publisher, &subscriber);
 
     // The statistics row goes with its subscription.
@@ -138,12 +149,14 @@ fn statistics_count_what_happened_to_each_statement() {
 }
 
 /// Under `ddl_conflict = 'error'` the failure rolls back (with the apply log row and the
-/// counters) and the worker retries: the errors and the last one are still shown.
+/// counters) and the worker retries: the errors and the last one are still shown. (The worker
+/// that retries reads `log_statement = 'ddl'`, set for the database meanwhile.)
 fn replay_errors_are_counted_although_rolled_back(publisher: &Cluster, subscriber: &Cluster) {
     query(
         subscriber,
         "SELECT ddl_sync.set_subscription_ddl('sub', 'table', 'error', $$exclude identity ~ 'skipme'$$);
-         CREATE TABLE clash2 (id int);",
+         CREATE TABLE clash2 (id int);
+         ALTER DATABASE postgres SET log_statement = 'ddl';",
     );
     query(publisher, "CREATE TABLE clash2 (id int)");
     wait_for("a replay error in the statistics", TIMEOUT, || {
