@@ -109,7 +109,7 @@ pub(crate) struct Run {
     /// pg_recvlogical's wall time.
     secs: f64,
     /// The walsender's CPU time (user + system), ms, at the last reading.
-    cpu_ms: f64,
+    pub(crate) cpu_ms: f64,
     /// From /proc/<walsender>/status, in kB: the last VmHWM seen, the largest of the others.
     pub(crate) mem: Status,
     /// How many times the walsender's figures were read.

@@ -309,14 +309,24 @@ impl Status {
     }
 }
 
-/// The peak memory of server processes while a measurement runs: each watched process is a
-/// child of a cluster's postmaster whose command line holds a given text (`walsender`), found
-/// when it appears, and its /proc/<pid>/status is read every [`PEAK_EVERY`] (the list of
-/// processes is not read again once all are found, so that the watching costs next to
-/// nothing). VmHWM is the kernel's own peak; the others are the largest sampled.
+/// The peak memory of server processes while a measurement runs, and their CPU time: each
+/// watched process is a child of a cluster's postmaster whose command line holds a given text
+/// (`walsender`), found when it appears, and its /proc/<pid>/status is read every
+/// [`PEAK_EVERY`] (the list of processes is not read again once all are found, so that the
+/// watching costs next to nothing). VmHWM is the kernel's own peak; the others are the largest
+/// sampled.
 pub(super) struct Peaks {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<Status>>,
+    thread: std::thread::JoinHandle<Vec<Watched>>,
+}
+
+/// What [`Peaks`] saw of one process.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Watched {
+    pub(super) peak: Status,
+    /// Its CPU time (user + system) since it started, ms, at the last reading (within
+    /// [`PEAK_EVERY`] of its end, for a process that ends first).
+    pub(super) cpu_ms: f64,
 }
 
 const PEAK_EVERY: Duration = Duration::from_millis(20);
@@ -332,7 +342,7 @@ impl Peaks {
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let mut pids: Vec<Option<u32>> = vec![None; watched.len()];
-            let mut peaks = vec![Status::default(); watched.len()];
+            let mut seen = vec![Watched::default(); watched.len()];
             loop {
                 // Read after the flag, so that the last reading is after the caller's end.
                 let last = flag.load(Ordering::Relaxed);
@@ -341,13 +351,15 @@ impl Peaks {
                         *pid = pid.or_else(|| child_running(*postmaster, what));
                     }
                 }
-                for (pid, peak) in pids.iter().zip(peaks.iter_mut()) {
-                    if let Some(status) = pid.and_then(proc_status) {
-                        *peak = peak.max(&status);
+                for (pid, seen) in pids.iter().zip(seen.iter_mut()) {
+                    let Some(pid) = *pid else { continue };
+                    if let (Some(status), Some(cpu_ms)) = (proc_status(pid), proc_cpu_ms(pid)) {
+                        seen.peak = seen.peak.max(&status);
+                        seen.cpu_ms = cpu_ms;
                     }
                 }
                 if last {
-                    return peaks;
+                    return seen;
                 }
                 std::thread::sleep(PEAK_EVERY);
             }
@@ -355,18 +367,18 @@ impl Peaks {
         Ok(Peaks { stop, thread })
     }
 
-    /// Stops watching; the peaks, in the order of `start`'s list. Fails when a process was
+    /// Stops watching; what was seen, in the order of `start`'s list. Fails when a process was
     /// never found.
-    pub(super) fn finish(self) -> Result<Vec<Status>> {
+    pub(super) fn finish(self) -> Result<Vec<Watched>> {
         self.stop.store(true, Ordering::Relaxed);
-        let peaks = self
+        let seen = self
             .thread
             .join()
             .map_err(|_| "the memory watch panicked".to_string())?;
-        if peaks.iter().any(|p| p.hwm_kb == 0) {
+        if seen.iter().any(|w| w.peak.hwm_kb == 0) {
             return Err("a watched server process was never found in /proc".into());
         }
-        Ok(peaks)
+        Ok(seen)
     }
 }
 

@@ -9,7 +9,7 @@ use super::{Pair, MARK, SUBSCRIPTION};
 use crate::decode::{decode_once, Plugin};
 use crate::layouts::Layout;
 use crate::migration::Migration;
-use crate::procfs::{Peaks, Status};
+use crate::procfs::{server_cpu_ms, Peaks, Watched};
 use crate::{verdict, Result};
 
 /// Target of #31: peak memory at 10,000 statements against 1,000.
@@ -35,12 +35,17 @@ pub(super) struct ScaleRun {
     first_tenth_ms: f64,
     last_tenth_ms: f64,
     verified: String,
-    worker: Status,
-    walsender: Status,
+    worker: Watched,
+    walsender: Watched,
     /// The session running the same statements.
-    session: Status,
+    session: Watched,
     /// pgoutput's walsender on the same WAL.
-    pgoutput: Status,
+    pgoutput: Watched,
+    /// CPU time of all of the publisher's server processes while it ran the migration, and of
+    /// each cluster's while the subscriber caught up, ms.
+    publisher_cpu_ms: f64,
+    apply_publisher_cpu_ms: f64,
+    apply_subscriber_cpu_ms: f64,
 }
 
 /// Runs `layout` with `ddl` statements on schemas of their own, as an apply round does, and
@@ -52,14 +57,22 @@ pub(super) fn run(pair: &Pair, layout: Layout, ddl: usize) -> Result<ScaleRun> {
     pair.publisher_sql(&format!(
         "SELECT pg_create_logical_replication_slot('{PLAIN_SLOT}', 'pgoutput')"
     ))?;
+    let publisher_cpu = server_cpu_ms(&pair.publisher)?;
     let published = pair.publish(&migration)?;
+    let publisher_cpu_ms = server_cpu_ms(&pair.publisher)? - publisher_cpu;
     let (since, mark) = (published.since.as_str(), published.mark);
+    let cpu = [
+        server_cpu_ms(&pair.publisher)?,
+        server_cpu_ms(&pair.subscriber)?,
+    ];
     let peaks = Peaks::start(&[
         (&pair.subscriber, APPLY_WORKER),
         (&pair.publisher, WALSENDER),
     ])?;
     let (enabled, applied) = pair.wait_mark(mark, true)?;
     let peaks = peaks.finish()?;
+    let apply_publisher_cpu_ms = server_cpu_ms(&pair.publisher)? - cpu[0];
+    let apply_subscriber_cpu_ms = server_cpu_ms(&pair.subscriber)? - cpu[1];
     let pgoutput = pgoutput_peak(pair)?;
     let schemas = layout.schemas(&prefix);
     let checked = pair.check_applied(&schemas, since, migration.ddl_count())?;
@@ -88,12 +101,16 @@ pub(super) fn run(pair: &Pair, layout: Layout, ddl: usize) -> Result<ScaleRun> {
         walsender: peaks[1],
         session,
         pgoutput,
+        publisher_cpu_ms,
+        apply_publisher_cpu_ms,
+        apply_subscriber_cpu_ms,
     })
 }
 
-/// The peak memory of a walsender decoding [`PLAIN_SLOT`] with pgoutput up to the publisher's
-/// current LSN, alone (the subscription disabled meanwhile); the slot is dropped after.
-fn pgoutput_peak(pair: &Pair) -> Result<Status> {
+/// The peak memory and CPU time of a walsender decoding [`PLAIN_SLOT`] with pgoutput up to the
+/// publisher's current LSN, alone (the subscription disabled meanwhile); the slot is dropped
+/// after.
+fn pgoutput_peak(pair: &Pair) -> Result<Watched> {
     pair.disable()?;
     let end = pair.publisher_lsn()?;
     // Something past the end, so that pg_recvlogical stops as soon as it gets there.
@@ -101,12 +118,16 @@ fn pgoutput_peak(pair: &Pair) -> Result<Status> {
     let run = decode_once(&pair.publisher, PLAIN_SLOT, Plugin::Pgoutput, 0, &end, None)?;
     pair.publisher_sql(&format!("SELECT pg_drop_replication_slot('{PLAIN_SLOT}')"))?;
     pair.subscriber_sql(&format!("ALTER SUBSCRIPTION {SUBSCRIPTION} ENABLE"))?;
-    Ok(run.mem)
+    Ok(Watched {
+        peak: run.mem,
+        cpu_ms: run.cpu_ms,
+    })
 }
 
-/// The peak memory of a session on the subscriber that runs `migration` in database
-/// [`PLAIN`] (made at the first call); `names` lists the schemas it made, dropped after.
-fn session_peak(pair: &Pair, migration: &Migration, names: &str) -> Result<Status> {
+/// The peak memory and CPU time of a session on the subscriber that runs `migration` in
+/// database [`PLAIN`] (made at the first call); `names` lists the schemas it made, dropped
+/// after.
+fn session_peak(pair: &Pair, migration: &Migration, names: &str) -> Result<Watched> {
     let sql = |db: &str, sql: &str| pair.subscriber.psql(db, sql).map_err(|e| e.to_string());
     if sql(
         "postgres",
@@ -131,7 +152,9 @@ impl ScaleRun {
             "{} {}: publisher {:.3} s, subscriber {:.3} s (DDL replay {:.3} s), ratio {:.3}; \
              per event {:.3} ms in the first tenth, {:.3} ms in the last; apply worker peak \
              {} kB private ({} kB VmHWM), walsender {} kB ({} kB), a session {} kB ({} kB), \
-             pgoutput's walsender {} kB ({} kB)",
+             pgoutput's walsender {} kB ({} kB); CPU: the publisher's run {:.3} s, during the \
+             apply the subscriber {:.3} s and the publisher {:.3} s, apply worker {:.3} s, \
+             session {:.3} s, walsender {:.3} s, pgoutput's {:.3} s",
             self.layout.name(),
             self.ddl,
             self.publisher_s,
@@ -140,14 +163,21 @@ impl ScaleRun {
             self.ratio(),
             self.first_tenth_ms,
             self.last_tenth_ms,
-            self.worker.anon_kb,
-            self.worker.hwm_kb,
-            self.walsender.anon_kb,
-            self.walsender.hwm_kb,
-            self.session.anon_kb,
-            self.session.hwm_kb,
-            self.pgoutput.anon_kb,
-            self.pgoutput.hwm_kb
+            self.worker.peak.anon_kb,
+            self.worker.peak.hwm_kb,
+            self.walsender.peak.anon_kb,
+            self.walsender.peak.hwm_kb,
+            self.session.peak.anon_kb,
+            self.session.peak.hwm_kb,
+            self.pgoutput.peak.anon_kb,
+            self.pgoutput.peak.hwm_kb,
+            self.publisher_cpu_ms / 1000.0,
+            self.apply_subscriber_cpu_ms / 1000.0,
+            self.apply_publisher_cpu_ms / 1000.0,
+            self.worker.cpu_ms / 1000.0,
+            self.session.cpu_ms / 1000.0,
+            self.walsender.cpu_ms / 1000.0,
+            self.pgoutput.cpu_ms / 1000.0,
         )
     }
 
@@ -177,23 +207,47 @@ pub(super) fn section(runs: &[ScaleRun], ratio_target: f64) -> String {
             r.first_tenth_ms,
             r.last_tenth_ms,
             r.verified,
-            r.worker.anon_kb,
-            r.worker.hwm_kb,
-            r.walsender.anon_kb,
-            r.walsender.hwm_kb,
-            r.session.anon_kb,
-            r.pgoutput.anon_kb,
+            r.worker.peak.anon_kb,
+            r.worker.peak.hwm_kb,
+            r.walsender.peak.anon_kb,
+            r.walsender.peak.hwm_kb,
+            r.session.peak.anon_kb,
+            r.pgoutput.peak.anon_kb,
+        ));
+    }
+    let mut cpu_rows = String::new();
+    for r in runs {
+        let s = |w: &Watched| w.cpu_ms / 1000.0;
+        cpu_rows.push_str(&format!(
+            "| {} | {} | {:.3} s | {:.3} s | {:.3} s | {:.3} s | {:.3} s | {:.3} s | {:.3} s \
+             | {:.2} | {:.3} s | {:.3} s | {:.2} |\n",
+            r.layout.name(),
+            r.ddl,
+            r.publisher_s,
+            r.publisher_cpu_ms / 1000.0,
+            r.apply_s,
+            r.apply_subscriber_cpu_ms / 1000.0,
+            r.apply_publisher_cpu_ms / 1000.0,
+            s(&r.worker),
+            s(&r.session),
+            r.worker.cpu_ms / r.session.cpu_ms,
+            s(&r.walsender),
+            s(&r.pgoutput),
+            r.walsender.cpu_ms / r.pgoutput.cpu_ms,
         ));
     }
     let mut findings = Vec::new();
     for pair in runs.chunks(2) {
         let [small, large] = pair else { continue };
         let grew = |f: fn(&ScaleRun) -> u64| f(large) as f64 / f(small) as f64;
-        let (worker, walsender) = (grew(|r| r.worker.anon_kb), grew(|r| r.walsender.anon_kb));
+        let (worker, walsender) = (
+            grew(|r| r.worker.peak.anon_kb),
+            grew(|r| r.walsender.peak.anon_kb),
+        );
         // What the apply worker holds beyond what a session running the statements holds.
-        let beyond = |r: &ScaleRun| r.worker.anon_kb as i64 - r.session.anon_kb as i64;
+        let beyond = |r: &ScaleRun| r.worker.peak.anon_kb as i64 - r.session.peak.anon_kb as i64;
         // What the walsender holds beyond pgoutput's on the same WAL.
-        let ours = |r: &ScaleRun| r.walsender.anon_kb as i64 - r.pgoutput.anon_kb as i64;
+        let ours = |r: &ScaleRun| r.walsender.peak.anon_kb as i64 - r.pgoutput.peak.anon_kb as i64;
         findings.push(format!(
             "- {} ({}): apply / publisher **{:.3}** at {} statements (target <= {ratio_target}: \
              {}), {:.3} at {}. Peak private memory at {} against {} statements: apply worker \
@@ -212,14 +266,14 @@ pub(super) fn section(runs: &[ScaleRun], ratio_target: f64) -> String {
             large.ddl,
             small.ddl,
             verdict(worker <= MEMORY_TARGET && walsender <= MEMORY_TARGET),
-            grew(|r| r.session.anon_kb),
+            grew(|r| r.session.peak.anon_kb),
             beyond(small),
             beyond(large),
-            grew(|r| r.pgoutput.anon_kb),
+            grew(|r| r.pgoutput.peak.anon_kb),
             ours(small),
             ours(large),
-            grew(|r| r.worker.hwm_kb),
-            grew(|r| r.walsender.hwm_kb),
+            grew(|r| r.worker.peak.hwm_kb),
+            grew(|r| r.walsender.peak.hwm_kb),
             large.last_tenth_ms / large.first_tenth_ms,
         ));
     }
@@ -246,7 +300,19 @@ pub(super) fn section(runs: &[ScaleRun], ratio_target: f64) -> String {
          | apply worker private | VmHWM | walsender private | VmHWM | session private \
          | pgoutput walsender private |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n\
-         {rows}\n{}\n",
+         {rows}\n\
+         CPU time (user + system) of the same runs: of every server process of a cluster \
+         (exited ones included) while the publisher ran the migration (its time, then its \
+         CPU) and while the subscriber caught up (its time, then each cluster's CPU meanwhile: \
+         the apply worker, and the walsender with whatever else the publisher ran, such as \
+         autovacuum after the migration); and of single processes (/proc/<pid>/sched): the \
+         apply worker and its walsender from the ENABLE to the last row, the session running \
+         the script, pgoutput's walsender decoding the same WAL.\n\n\
+         | layout | DDL | publisher | its CPU | subscriber apply | subscriber CPU \
+         | publisher CPU meanwhile | apply worker CPU | session CPU | worker / session \
+         | walsender CPU | pgoutput walsender CPU | walsender / pgoutput |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n\
+         {cpu_rows}\n{}\n",
         findings.join("\n")
     )
 }
