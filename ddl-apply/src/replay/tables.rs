@@ -39,13 +39,36 @@ struct Definition {
     key: Vec<String>,
 }
 
-/// A column as this node can make it: the publisher's type where this node has it.
+/// A column of a definition, checked plain. Its type is looked up only when the column is
+/// made ([`Column::as_made`]): a table the statement left here with its columns, nearly every
+/// one, costs no type lookup.
 struct Column {
     name: String,
+    /// The definition's ColumnDef, in the parse tree of [`make_missing`]'s subtransaction,
+    /// which outlives every use.
+    def: *mut pg_sys::ColumnDef,
+}
+
+/// A column as this node makes it: the publisher's type where this node has it.
+struct MadeColumn<'a> {
+    name: &'a str,
     /// The type as SQL, schema-qualified.
     sql_type: String,
     /// Why the column is `text` here, when it is.
     substituted: Option<String>,
+}
+
+impl Column {
+    fn as_made(&self) -> MadeColumn<'_> {
+        // SAFETY: the ColumnDef `column` checked, in the parse tree of the subtransaction
+        // `make_missing` runs this in (catalog lookups).
+        let (sql_type, substituted) = unsafe { column_type(self.def, &self.name) };
+        MadeColumn {
+            name: &self.name,
+            sql_type,
+            substituted,
+        }
+    }
 }
 
 /// Makes what `tables` describes and this node lacks; returns what it did or why it could not,
@@ -138,10 +161,10 @@ fn make(
 /// `owner` (else by the subscription owner).
 fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
     let schema_missing = relcache::namespace_named(&definition.schema).is_none();
-    let mut items: Vec<String> = definition
-        .columns
+    let columns: Vec<MadeColumn> = definition.columns.iter().map(Column::as_made).collect();
+    let mut items: Vec<String> = columns
         .iter()
-        .map(|c| format!("{} {}", quote(&c.name), c.sql_type))
+        .map(|c| format!("{} {}", quote(c.name), c.sql_type))
         .collect();
     if !definition.key.is_empty() {
         let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
@@ -172,13 +195,13 @@ fn create(definition: &Definition, table: &str, owner: Option<&str>) -> String {
     format!(
         "{table} was made from the publisher's definition{schema}, its columns and key only, \
          owned by {owner}: the statement did not make it here{}",
-        substitutions(&definition.columns.iter().collect::<Vec<_>>())
+        substitutions(&columns)
     )
 }
 
 /// ` (column c is text: ...; ...)` for the columns among `columns` made as `text`; empty when
 /// none is.
-fn substitutions(columns: &[&Column]) -> String {
+fn substitutions(columns: &[MadeColumn]) -> String {
     let why: Vec<&str> = columns
         .iter()
         .filter_map(|c| c.substituted.as_deref())
@@ -224,9 +247,10 @@ fn add_columns(
             names.join(", ")
         ));
     }
+    let missing: Vec<MadeColumn> = missing.iter().map(|c| c.as_made()).collect();
     let adds: Vec<String> = missing
         .iter()
-        .map(|c| format!("ADD COLUMN {} {}", quote(&c.name), c.sql_type))
+        .map(|c| format!("ADD COLUMN {} {}", quote(c.name), c.sql_type))
         .collect();
     run(&format!("ALTER TABLE {table} {}", adds.join(", ")));
     Some(format!(
@@ -422,15 +446,15 @@ unsafe fn definition(node: *mut pg_sys::Node) -> Result<Definition, String> {
     })
 }
 
-/// A column with a name, a type and at most a collation; its type as this node has it.
+/// A column with a name, a type and at most a collation.
 ///
 /// # Safety
-/// `def` is a ColumnDef of a raw parse tree; runs in a transaction (catalog lookups).
+/// `def` is a ColumnDef of a raw parse tree.
 unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
     // SAFETY: the caller's promise; `typeName` is NULL or the parser's TypeName.
-    let (type_name, plain) = unsafe {
+    let plain = unsafe {
         let type_name = (*def).typeName;
-        let plain = !(*def).colname.is_null()
+        !(*def).colname.is_null()
             && !type_name.is_null()
             && !(*type_name).setof
             && !(*type_name).pct_type
@@ -441,14 +465,26 @@ unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
             && (*def).generated == 0
             && (*def).fdwoptions.is_null()
             && (*def).compression.is_null()
-            && (*def).storage == 0;
-        (type_name, plain)
+            && (*def).storage == 0
     };
     if !plain {
         return None;
     }
-    // SAFETY: the parser's column name, checked above.
-    let name = unsafe { utf8_ptr((*def).colname) };
+    Some(Column {
+        // SAFETY: the parser's column name, checked above.
+        name: unsafe { utf8_ptr((*def).colname) },
+        def,
+    })
+}
+
+/// The type of column `name` as this node has it, as SQL, schema-qualified (with its
+/// collation); `text` when this node lacks it, and why.
+///
+/// # Safety
+/// `def` is a ColumnDef that [`column`] took; runs in a transaction (catalog lookups).
+unsafe fn column_type(def: *mut pg_sys::ColumnDef, name: &str) -> (String, Option<String>) {
+    // SAFETY: the caller's promise; a plain column's `typeName` is the parser's TypeName.
+    let type_name = unsafe { (*def).typeName };
     let mut typmod = -1;
     // SAFETY: a plain TypeName of the tree, looked up in the caller's transaction (missing_ok:
     // NULL for a type missing here); TypeNameToString gives a palloc'd string.
@@ -459,7 +495,7 @@ unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
     let (sql_type, substituted) = if found.is_null() {
         let why = format!(
             "column {} is text: type {written} does not exist here",
-            quote(&name)
+            quote(name)
         );
         ("pg_catalog.text".to_string(), Some(why))
     } else {
@@ -488,11 +524,7 @@ unsafe fn column(def: *mut pg_sys::ColumnDef) -> Option<Column> {
         }
         (sql, None)
     };
-    Some(Column {
-        name,
-        sql_type,
-        substituted,
-    })
+    (sql_type, substituted)
 }
 
 /// `PRIMARY KEY (columns)` and nothing else.

@@ -9,31 +9,36 @@ mod tests {
     use ddl_server::xact::in_subtransaction;
     use pgrx::prelude::*;
 
-    /// What `parse` makes of `tables`: each definition as `schema.name: column type, ... | key`,
-    /// or the refusal.
+    /// What `parse` makes of `tables`, each column's type as it would be made here: each
+    /// definition as `schema.name: column type, ... | key`, or the refusal.
     fn parsed(tables: &str) -> Result<Vec<String>, String> {
-        let parse = || guc::with_search_path("pg_catalog", || parse(tables));
-        in_subtransaction(parse, Result::is_ok)
-            .map_err(|caught| caught.message)?
-            .map(|definitions| {
-                definitions
-                    .iter()
-                    .map(|d| {
-                        let columns: Vec<String> = d
-                            .columns
-                            .iter()
-                            .map(|c| format!("{} {}", c.name, c.sql_type))
-                            .collect();
-                        format!(
-                            "{}.{}: {} | {}",
-                            d.schema,
-                            d.name,
-                            columns.join(", "),
-                            d.key.join(", ")
-                        )
-                    })
-                    .collect()
+        let parse = || {
+            guc::with_search_path("pg_catalog", || {
+                parse(tables).map(|definitions| {
+                    definitions
+                        .iter()
+                        .map(|d| {
+                            let columns: Vec<String> = d
+                                .columns
+                                .iter()
+                                .map(|c| {
+                                    let made = c.as_made();
+                                    format!("{} {}", made.name, made.sql_type)
+                                })
+                                .collect();
+                            format!(
+                                "{}.{}: {} | {}",
+                                d.schema,
+                                d.name,
+                                columns.join(", "),
+                                d.key.join(", ")
+                            )
+                        })
+                        .collect()
+                })
             })
+        };
+        in_subtransaction(parse, Result::is_ok).map_err(|caught| caught.message)?
     }
 
     #[pg_test]
