@@ -114,10 +114,10 @@ fn require_utf8_database() {
     }
 }
 
-/// Stores a change of the configuration of subscription `name` (only for a role with its owner's
-/// privileges, as PostgreSQL's own ownership check: a membership without INHERIT does not
-/// count, nor on 16+ one granted `WITH INHERIT FALSE`), forgets the rows of subscriptions dropped meanwhile, and marks
-/// `ddl_sync.events` ready for it. Returns the subscription's OID.
+/// Stores a change of the configuration of subscription `name` (only for a role with its
+/// owner's privileges, as PostgreSQL's own ownership check: a membership without INHERIT does
+/// not count, nor on 16+ one granted `WITH INHERIT FALSE`), forgets the rows of subscriptions
+/// dropped meanwhile, and marks `ddl_sync.events` ready for it. Returns the subscription's OID.
 pub(crate) fn store(name: &str, change: Change) -> pg_sys::Oid {
     require_utf8_database();
     let subid = subscription_oid(name);
