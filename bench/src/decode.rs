@@ -26,9 +26,7 @@
 //! ```
 
 use crate::events::split_events;
-use crate::procfs::{
-    foreign_note, mapped_rss_kb, proc_cpu_ms, proc_status, quiet_check, Foreign, Status, Watch,
-};
+use crate::procfs::{foreign_note, mapped_rss_kb, quiet_check, Foreign, Status, Watch, Watched};
 use crate::{
     check_release_installed, median, options, pgbench, pgbench_figure, reproduce, rounds_note,
     script_dir, section_heading, spread, verdict, write_section, Machine, Result,
@@ -108,10 +106,9 @@ pub(crate) struct Run {
     round: u32,
     /// pg_recvlogical's wall time.
     secs: f64,
-    /// The walsender's CPU time (user + system), ms, at the last reading.
-    pub(crate) cpu_ms: f64,
-    /// From /proc/<walsender>/status, in kB: the last VmHWM seen, the largest of the others.
-    pub(crate) mem: Status,
+    /// The walsender's CPU time and memory (from /proc/<walsender>/status, in kB: the last
+    /// VmHWM seen, the largest of the others).
+    pub(crate) walsender: Watched,
     /// How many times the walsender's figures were read.
     samples: u32,
 }
@@ -301,8 +298,8 @@ fn measure(
                 plugin.name(),
                 if i == 0 { "to file" } else { "timed" },
                 run.secs,
-                run.cpu_ms,
-                run.mem
+                run.walsender.cpu_ms,
+                run.walsender.peak
             );
             if i > 0 {
                 done.push(run);
@@ -392,7 +389,7 @@ pub(crate) fn decode_once(
         let _ = stderr.read_to_string(&mut text);
         text
     });
-    let (mut pid, mut mem, mut cpu_ms, mut samples) = (None, Status::default(), 0.0, 0);
+    let (mut pid, mut walsender, mut samples) = (None, Watched::default(), 0);
     let status = loop {
         if let Some(status) = child
             .try_wait()
@@ -410,13 +407,11 @@ pub(crate) fn decode_once(
         match pid {
             None => pid = walsender_pid(pg, slot)?,
             Some(p) => {
-                if let (Some(mut s), Some(cpu)) = (proc_status(p), proc_cpu_ms(p)) {
+                if walsender.read(p) {
                     if samples % SMAPS_EVERY == 0 {
-                        s.plugin_kb = mapped_rss_kb(p, "/ddl_pgoutput.so").unwrap_or(0);
+                        let plugin_kb = mapped_rss_kb(p, "/ddl_pgoutput.so").unwrap_or(0);
+                        walsender.peak.plugin_kb = walsender.peak.plugin_kb.max(plugin_kb);
                     }
-                    // VmHWM and the CPU time only grow; the last reading is the total.
-                    mem = mem.max(&s);
-                    cpu_ms = cpu;
                     samples += 1;
                 }
             }
@@ -441,8 +436,7 @@ pub(crate) fn decode_once(
         plugin,
         round,
         secs,
-        cpu_ms,
-        mem,
+        walsender,
         samples,
     })
 }
@@ -518,7 +512,7 @@ struct PluginFigures {
 fn figures(m: &Measured, plugin: Plugin) -> PluginFigures {
     let runs: Vec<&Run> = m.runs.iter().filter(|r| r.plugin == plugin).collect();
     let secs: Vec<f64> = runs.iter().map(|r| r.secs).collect();
-    let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ms).collect();
+    let cpu: Vec<f64> = runs.iter().map(|r| r.walsender.cpu_ms).collect();
     let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
     PluginFigures {
         best: min(&secs),
@@ -526,8 +520,12 @@ fn figures(m: &Measured, plugin: Plugin) -> PluginFigures {
         cpu_best: min(&cpu),
         cpu_median: median(&cpu),
         spread: spread(&secs),
-        mem: Status::median(&runs.iter().map(|r| r.mem).collect::<Vec<_>>()),
-        hwm_max_kb: runs.iter().map(|r| r.mem.hwm_kb).max().unwrap_or(0),
+        mem: Status::median(&runs.iter().map(|r| r.walsender.peak).collect::<Vec<_>>()),
+        hwm_max_kb: runs
+            .iter()
+            .map(|r| r.walsender.peak.hwm_kb)
+            .max()
+            .unwrap_or(0),
         min_samples: runs.iter().map(|r| r.samples).min().unwrap_or(0),
     }
 }
@@ -745,7 +743,8 @@ fn section(
             r.cpu_best,
             r.cpu_median,
             verdict(r.cpu_best <= TIME_RATIO_TARGET),
-            rounds_note(&round_ratios(m, |r| r.cpu_ms), |r| r <= TIME_RATIO_TARGET),
+            rounds_note(&round_ratios(m, |r| r.walsender.cpu_ms), |r| r
+                <= TIME_RATIO_TARGET),
             r.memory_mib,
             verdict(r.memory_mib <= MEMORY_TARGET_MIB),
             diff(|m| m.hwm_kb),

@@ -324,9 +324,22 @@ pub(super) struct Peaks {
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Watched {
     pub(super) peak: Status,
-    /// Its CPU time (user + system) since it started, ms, at the last reading (within
-    /// [`PEAK_EVERY`] of its end, for a process that ends first).
+    /// Its CPU time (user + system) since it started, ms, at the last reading (within a
+    /// sampling interval of its end, for a process that ends first).
     pub(super) cpu_ms: f64,
+}
+
+impl Watched {
+    /// Reads process `pid` once: each memory figure kept at its largest, the CPU time (which
+    /// only grows) at its last reading. `false` once the process is gone.
+    pub(super) fn read(&mut self, pid: u32) -> bool {
+        let (Some(status), Some(cpu_ms)) = (proc_status(pid), proc_cpu_ms(pid)) else {
+            return false;
+        };
+        self.peak = self.peak.max(&status);
+        self.cpu_ms = cpu_ms;
+        true
+    }
 }
 
 const PEAK_EVERY: Duration = Duration::from_millis(20);
@@ -352,10 +365,8 @@ impl Peaks {
                     }
                 }
                 for (pid, seen) in pids.iter().zip(seen.iter_mut()) {
-                    let Some(pid) = *pid else { continue };
-                    if let (Some(status), Some(cpu_ms)) = (proc_status(pid), proc_cpu_ms(pid)) {
-                        seen.peak = seen.peak.max(&status);
-                        seen.cpu_ms = cpu_ms;
+                    if let Some(pid) = *pid {
+                        seen.read(pid);
                     }
                 }
                 if last {

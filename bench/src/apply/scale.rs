@@ -118,10 +118,7 @@ fn pgoutput_peak(pair: &Pair) -> Result<Watched> {
     let run = decode_once(&pair.publisher, PLAIN_SLOT, Plugin::Pgoutput, 0, &end, None)?;
     pair.publisher_sql(&format!("SELECT pg_drop_replication_slot('{PLAIN_SLOT}')"))?;
     pair.subscriber_sql(&format!("ALTER SUBSCRIPTION {SUBSCRIPTION} ENABLE"))?;
-    Ok(Watched {
-        peak: run.mem,
-        cpu_ms: run.cpu_ms,
-    })
+    Ok(run.walsender)
 }
 
 /// The peak memory and CPU time of a session on the subscriber that runs `migration` in
