@@ -176,7 +176,7 @@ fn a_subscription_that_replicates_ddl_is_owned_by_a_superuser() {
     assert_eq!(owner(), "postgres");
 
     // Hers without DDL (native replication, as PostgreSQL allows): DDL cannot be turned on,
-    // by the option or by the function.
+    // by the option or by the function, by a superuser or by her.
     query(
         &subscriber,
         "ALTER SUBSCRIPTION sub SET (ddl = 'none'); ALTER SUBSCRIPTION sub OWNER TO carol",
@@ -185,6 +185,8 @@ fn a_subscription_that_replicates_ddl_is_owned_by_a_superuser() {
     for turn_on in [
         "ALTER SUBSCRIPTION sub SET (ddl = 'all');",
         "SELECT ddl_sync.set_subscription_ddl('sub', 'all');",
+        "SET ROLE carol; ALTER SUBSCRIPTION sub SET (ddl = 'all');",
+        "SET ROLE carol; SELECT ddl_sync.set_subscription_ddl('sub', 'all');",
     ] {
         let (ok, said) = psql_verbose(&subscriber, "postgres", turn_on);
         assert!(!ok && refused(&said), "{turn_on}: {said}");
