@@ -25,10 +25,15 @@
 //! of functions in the worker of the longer run, per event.
 //!
 //! ```text
-//! cargo xtask bench apply-instructions [--runs N] [--statements N]
+//! cargo xtask bench apply-instructions [--runs N] [--statements N] [--layout NAME]
 //! ```
+//!
+//! `--layout partitions` or `--layout tenants` replays one of the scale runs' layouts
+//! ([`Layout`]) instead of the migration, printed and not written: the section holds the
+//! migration's figures.
 
 use crate::instructions::{callgrind_wrapper, check_valgrind, inclusive_counts, totals};
+use crate::layouts::Layout;
 use crate::migration::Migration;
 use crate::{
     check_release_installed, median, options, reproduce, section_heading, spread, sql, verdict,
@@ -38,7 +43,8 @@ use ddl_testkit::{Cluster, ClusterBuilder};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: cargo xtask bench apply-instructions [--runs N] [--statements N]";
+const USAGE: &str = "usage: cargo xtask bench apply-instructions [--runs N] [--statements N] \
+                     [--layout partitions|tenants]";
 
 /// Target of issue #31: the product's instructions per replayed event (the apply worker's, less
 /// what the statement costs a session) at most this share of the statement's own.
@@ -120,8 +126,9 @@ pub fn run(args: &[&str]) -> Result {
     // million instructions from run to run: 0.07 % to 0.7 % of the figure at N = 200, 0.33 %
     // at 500; the phases below it repeat exactly.)
     let (mut runs, mut statements) = (2, 500);
+    let (layout, args) = layout_option(args)?;
     options(
-        args,
+        &args,
         USAGE,
         &mut [("--runs", &mut runs), ("--statements", &mut statements)],
         &mut [],
@@ -132,7 +139,7 @@ pub fn run(args: &[&str]) -> Result {
     let mut phases = Vec::new();
     let mut server = String::new();
     for run in 1..=runs {
-        let measured = measure(statements as usize)?;
+        let measured = measure(statements as usize, layout)?;
         println!(
             "bench: apply instructions run {run}: apply worker {:.0} per event, session {:.0} \
              per statement",
@@ -154,9 +161,36 @@ pub fn run(args: &[&str]) -> Result {
         &plain,
         &phases,
     );
-    write_section(&heading, &text)?;
+    match layout {
+        None => write_section(&heading, &text)?,
+        Some(layout) => println!("bench: layout {}, not written:", layout.name()),
+    }
     println!("{text}");
     Ok(())
+}
+
+/// `--layout NAME` taken out of `args`: the layout named, and the other arguments.
+fn layout_option<'a>(args: &[&'a str]) -> Result<(Option<Layout>, Vec<&'a str>)> {
+    let Some(at) = args.iter().position(|a| *a == "--layout") else {
+        return Ok((None, args.to_vec()));
+    };
+    let name = args.get(at + 1).copied().unwrap_or_default();
+    let layout = Layout::ALL
+        .into_iter()
+        .find(|l| l.name() == name)
+        .ok_or_else(|| format!("--layout needs partitions or tenants, not `{name}`\n{USAGE}"))?;
+    let rest = args[..at].iter().chain(args.iter().skip(at + 2));
+    Ok((Some(layout), rest.copied().collect()))
+}
+
+/// The DDL of `statements` statements on fresh schemas named from `schema`: the migration's,
+/// or `layout`'s.
+fn workload(layout: Option<Layout>, schema: &str, statements: usize) -> Migration {
+    match layout {
+        None => Migration::generate(schema, statements, 0),
+        Some(layout) => layout.migration(schema, statements),
+    }
+    .without_dml()
 }
 
 /// What one run measured.
@@ -170,7 +204,7 @@ struct Measured {
     server: String,
 }
 
-fn measure(statements: usize) -> Result<Measured> {
+fn measure(statements: usize, layout: Option<Layout>) -> Result<Measured> {
     let publisher = ClusterBuilder::new()
         .name("bench-applyi-pub")
         .conf("autovacuum", "off")
@@ -226,6 +260,7 @@ fn measure(statements: usize) -> Result<Measured> {
         subscriber: &subscriber,
         out: &out,
         marks: std::cell::Cell::new(0),
+        layout,
     };
     // A warm-up, so that both measured runs find the same caches and catalogs.
     pair.replicate("w", statements / 10)?;
@@ -274,13 +309,14 @@ struct Pair<'a> {
     out: &'a Path,
     /// The last id inserted into [`MARK`].
     marks: std::cell::Cell<u32>,
+    layout: Option<Layout>,
 }
 
 impl Pair<'_> {
     /// Runs the DDL of a migration of `statements` statements on schema `schema` on the
     /// publisher and has one apply worker replay it; the worker's instruction count and file.
     fn replicate(&self, schema: &str, statements: usize) -> Result<(f64, PathBuf)> {
-        let migration = Migration::generate(schema, statements, 0).without_dml();
+        let migration = workload(self.layout, schema, statements);
         let since = sql(self.publisher, "SELECT pg_current_wal_lsn()")?;
         let id = self.marks.get() + 1;
         self.marks.set(id);
@@ -346,7 +382,7 @@ impl Pair<'_> {
 
     /// The same DDL run by one session in database `plain`; its instruction count.
     fn session(&self, schema: &str, statements: usize) -> Result<f64> {
-        let migration = Migration::generate(schema, statements, 0).without_dml();
+        let migration = workload(self.layout, schema, statements);
         let pid = self
             .subscriber
             .psql(
@@ -418,4 +454,28 @@ fn section(
         target = OVERHEAD_TARGET * 100.0,
         overhead_verdict = verdict(overhead <= OVERHEAD_TARGET),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layout_option_is_taken_out_or_refused_with_the_usage() {
+        assert_eq!(
+            layout_option(&["--runs", "1", "--layout", "tenants", "--statements", "50"]),
+            Ok((
+                Some(Layout::Tenants),
+                vec!["--runs", "1", "--statements", "50"]
+            ))
+        );
+        assert_eq!(
+            layout_option(&["--runs", "1"]),
+            Ok((None, vec!["--runs", "1"]))
+        );
+        for wrong in [&["--layout", "migration"][..], &["--layout"][..]] {
+            let refused = layout_option(wrong).unwrap_err();
+            assert!(refused.ends_with(USAGE), "{refused}");
+        }
+    }
 }

@@ -21,9 +21,10 @@
 //! cargo xtask bench decode-instructions [--transactions N]
 //!                                         ddl_pgoutput against pgoutput in a walsender's
 //!                                         CPU instructions (callgrind)
-//! cargo xtask bench apply-instructions [--runs N] [--statements N]
+//! cargo xtask bench apply-instructions [--runs N] [--statements N] [--layout NAME]
 //!                                         the apply worker's CPU instructions per replayed
-//!                                         DDL event against a session's (callgrind)
+//!                                         DDL event against a session's (callgrind); of a
+//!                                         scale run's layout (printed only) with --layout
 //! ```
 //!
 //! `decode`, `capture`, `apply`, `copy`, `instructions`, `decode-instructions` and

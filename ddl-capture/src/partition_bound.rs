@@ -164,7 +164,7 @@ unsafe fn literal(node: *mut pg_sys::Node) -> bool {
 /// statement would be recorded as the client wrote it rather than fail).
 fn after_groups(sql: &[u8], start: usize, groups: usize) -> Option<usize> {
     let text = std::ffi::CString::new(sql.get(start..)?).ok()?;
-    pgrx::PgTryBuilder::new(|| {
+    ddl_server::xact::catching_parser_error(|| {
         // SAFETY: the scanner reads the NUL-terminated copy, keeps its state in `extra`, which
         // outlives it, and is finished before both go; tokens are read until the end (0).
         unsafe {
@@ -202,6 +202,6 @@ fn after_groups(sql: &[u8], start: usize, groups: usize) -> Option<usize> {
             end
         }
     })
-    .catch_others(|_| None)
-    .execute()
+    .ok()
+    .flatten()
 }

@@ -1,6 +1,7 @@
 //! Transactions: backend state that must not outlive its transaction (one registration of
 //! PostgreSQL's transaction callbacks per library, shared by everything in it that keeps such
-//! state), and subtransactions that catch an ERROR ([`in_subtransaction`]).
+//! state), subtransactions that catch an ERROR ([`in_subtransaction`]), and the one ERROR caught
+//! without a subtransaction, the scanner's and raw parser's ([`catching_parser_error`]).
 
 use pgrx::pg_sys;
 use pgrx::PgTryBuilder;
@@ -133,6 +134,19 @@ pub struct CaughtError {
     pub message: String,
 }
 
+impl From<&pg_sys::panic::CaughtError> for CaughtError {
+    fn from(error: &pg_sys::panic::CaughtError) -> CaughtError {
+        match error {
+            pg_sys::panic::CaughtError::PostgresError(e)
+            | pg_sys::panic::CaughtError::ErrorReport(e)
+            | pg_sys::panic::CaughtError::RustPanic { ereport: e, .. } => CaughtError {
+                sqlstate: e.sql_error_code() as i32,
+                message: e.message().to_string(),
+            },
+        }
+    }
+}
+
 impl std::fmt::Display for CaughtError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -171,14 +185,7 @@ pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Resu
         })
         .catch_others(|error| {
             pg_sys::MemoryContextSwitchTo(memory);
-            let caught = match &error {
-                pg_sys::panic::CaughtError::PostgresError(e)
-                | pg_sys::panic::CaughtError::ErrorReport(e)
-                | pg_sys::panic::CaughtError::RustPanic { ereport: e, .. } => CaughtError {
-                    sqlstate: e.sql_error_code() as i32,
-                    message: e.message().to_string(),
-                },
-            };
+            let caught = CaughtError::from(&error);
             // As PL/pgSQL does before it rolls back: the ERROR, copied above, leaves the error
             // stack (pgrx 0.19 keeps it there until the handler returns).
             pg_sys::FlushErrorState();
@@ -188,5 +195,50 @@ pub fn in_subtransaction<T>(f: impl FnOnce() -> T, keep: fn(&T) -> bool) -> Resu
             Err(caught)
         })
         .execute()
+    }
+}
+
+/// Parses `text` with PostgreSQL's raw parser (`RAW_PARSE_DEFAULT`): its list of RawStmts, in
+/// the current memory context, or the ERROR it raised (a syntax error, a statement of a newer
+/// server's grammar, too deep a nesting), caught by [`catching_parser_error`].
+pub fn raw_parse(text: &std::ffi::CStr) -> Result<*mut pg_sys::List, CaughtError> {
+    catching_parser_error(|| {
+        // SAFETY: a NUL-terminated text, parsed in the caller's transaction.
+        unsafe { pg_sys::raw_parser(text.as_ptr(), pg_sys::RawParseMode::RAW_PARSE_DEFAULT) }
+    })
+}
+
+/// Runs `f`, which only reads text with PostgreSQL's scanner or raw parser, and returns the
+/// ERROR it raised instead of raising it.
+///
+/// Caught without a subtransaction, unlike any other ERROR: the scanner and the raw parser
+/// are pure functions of the text and the settings they read. They open no relation, take no
+/// lock, pin no buffer, look nothing up in the catalogs and keep no state between calls; their
+/// state is pallocs of the current memory context. An ERROR inside them leaves nothing to undo
+/// but that memory, which goes with the context, and the error stack, which pgrx flushes when
+/// the handler returns; the interrupt holdoff counts, which every ERROR zeroes before it
+/// jumps, are put back here. A subtransaction would cost more than the parse (its end walks
+/// the whole relation cache once a transaction has made more than 32 relations), for every
+/// replayed statement.
+pub fn catching_parser_error<T>(f: impl FnOnce() -> T) -> Result<T, CaughtError> {
+    let f = std::panic::AssertUnwindSafe(f);
+    // SAFETY: reads and restores the backend's counters and memory context; `f` runs in the
+    // caller's transaction, and its ERROR is caught before anything else runs.
+    unsafe {
+        let memory = pg_sys::CurrentMemoryContext;
+        let holdoff = (
+            pg_sys::InterruptHoldoffCount,
+            pg_sys::QueryCancelHoldoffCount,
+        );
+        PgTryBuilder::new(|| Ok(f()))
+            .catch_others(|error| {
+                pg_sys::MemoryContextSwitchTo(memory);
+                (
+                    pg_sys::InterruptHoldoffCount,
+                    pg_sys::QueryCancelHoldoffCount,
+                ) = holdoff;
+                Err(CaughtError::from(&error))
+            })
+            .execute()
     }
 }

@@ -161,7 +161,7 @@ fn copy_schema_gives_an_empty_subscriber_the_schema_and_rows_with_ddl_meanwhile(
                FROM ddl_sync.schema_copies"
         ),
         "sub|sub|t|t|t|0|t|4",
-        "the copy's statistics row"
+        "the copy's statistics row; the copy said:\n{said}"
     );
     assert_eq!(
         query(

@@ -63,15 +63,10 @@ pub fn parse_one(sql: &str) -> Result<Parsed, String> {
     let text = CString::new(sql).map_err(|_| "the statement contains a NUL byte".to_string())?;
     // A statement this server cannot parse (one of a newer PostgreSQL's syntax, from a
     // publisher of that version) is an answer, not an ERROR that would stop the apply worker
-    // for good: the parse runs in a subtransaction.
-    let list = ddl_server::xact::in_subtransaction(
-        // SAFETY: raw_parser reports syntax errors with ereport, caught here; the tree lives in
-        // the current memory context (restored after the subtransaction), which outlives the
-        // replay of this event.
-        || unsafe { pg_sys::raw_parser(text.as_ptr(), pg_sys::RawParseMode::RAW_PARSE_DEFAULT) },
-        |_| true,
-    )
-    .map_err(|caught| format!("this server cannot parse it: {}", caught.message))?;
+    // for good. The tree lives in the current memory context, which outlives the replay of
+    // this event.
+    let list = ddl_server::xact::raw_parse(&text)
+        .map_err(|caught| format!("this server cannot parse it: {}", caught.message))?;
     // SAFETY: raw_parser's result is NIL or a List of RawStmts.
     let stmts = unsafe { PgList::<pg_sys::RawStmt>::from_pg(list) };
     if stmts.len() != 1 {

@@ -44,8 +44,8 @@ struct Definition {
 /// one, costs no type lookup.
 struct Column {
     name: String,
-    /// The definition's ColumnDef, in the parse tree of [`make_missing`]'s subtransaction,
-    /// which outlives every use.
+    /// The definition's ColumnDef, in the parse tree [`make_missing`] read, which outlives
+    /// every use.
     def: *mut pg_sys::ColumnDef,
 }
 
@@ -60,8 +60,8 @@ struct MadeColumn<'a> {
 
 impl Column {
     fn as_made(&self) -> MadeColumn<'_> {
-        // SAFETY: the ColumnDef `column` checked, in the parse tree of the subtransaction
-        // `make_missing` runs this in (catalog lookups).
+        // SAFETY: the ColumnDef `column` checked, in the parse tree `make_missing` read, which
+        // calls this in a transaction (catalog lookups).
         let (sql_type, substituted) = unsafe { column_type(self.def, &self.name) };
         MadeColumn {
             name: &self.name,
@@ -77,30 +77,67 @@ pub fn make_missing(tables: &str, owner: Option<&str>, subscription: &Subscripti
     if tables.is_empty() {
         return Vec::new();
     }
-    // Parsing and making run in a subtransaction: a definition that cannot be made here must
-    // not take the event (or, under 'skip', the rows around it) with it.
-    let attempt = || -> Result<Vec<String>, String> {
-        // Types and collations resolve the same whoever runs the apply worker.
-        let definitions = guc::with_search_path("pg_catalog", || parse(tables))?;
-        Ok(definitions
-            .iter()
-            .filter_map(|d| make(d, owner, subscription))
-            .collect())
+    let not_checked = |why: String| {
+        format!("the tables the statement left on the publisher were not checked here: {why}")
     };
-    let outcome = ddl_server::xact::in_subtransaction(attempt, Result::is_ok);
-    let notes = match outcome {
-        Ok(Ok(notes)) => notes,
-        Ok(Err(why)) => vec![format!(
-            "the tables the statement left on the publisher were not checked here: {why}"
-        )],
-        Err(why) => vec![format!(
-            "the tables the statement left on the publisher were not checked here: {why}"
-        )],
+    // Reading the definitions and looking the tables up raise no ERROR (the parser's is caught
+    // without a subtransaction): nearly every event finds its tables here as its rows need
+    // them, and costs no more.
+    let notes = match parse(tables) {
+        Err(why) => vec![not_checked(why)],
+        Ok(definitions) => {
+            let lacking: Vec<&Definition> = definitions.iter().filter(|d| lacks(d)).collect();
+            if lacking.is_empty() {
+                return Vec::new();
+            }
+            // Making runs in a subtransaction: a definition that cannot be made here must not
+            // take the event (or, under 'skip', the rows around it) with it. Types and
+            // collations resolve the same whoever runs the apply worker.
+            let attempt = || {
+                guc::with_search_path("pg_catalog", || {
+                    lacking
+                        .iter()
+                        .filter_map(|d| make(d, owner, subscription))
+                        .collect::<Vec<String>>()
+                })
+            };
+            ddl_server::xact::in_subtransaction(attempt, |_| true)
+                .unwrap_or_else(|caught| vec![not_checked(caught.message)])
+        }
     };
     for note in &notes {
         warning!("ddl_sync: subscription \"{}\": {note}", subscription.name);
     }
     notes
+}
+
+/// The relation named as the definition's table here, and whether it is a table.
+fn found(definition: &Definition) -> Option<(pg_sys::Oid, bool)> {
+    relcache::namespace_named(&definition.schema)
+        .and_then(|nsp| relcache::relation_in(nsp, &definition.name))
+        .map(|relid| {
+            // SAFETY: a syscache lookup of the relation just found.
+            let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
+            let is_table =
+                relkind == pg_sys::RELKIND_RELATION || relkind == pg_sys::RELKIND_PARTITIONED_TABLE;
+            (relid, is_table)
+        })
+}
+
+/// Whether this node lacks what a row of the definition's table needs: the table, one of its
+/// columns, or a key when the definition has one ([`make`] then makes it, or says why not).
+fn lacks(definition: &Definition) -> bool {
+    match found(definition) {
+        Some((relid, true)) => {
+            let existing = column_names(relid);
+            definition
+                .columns
+                .iter()
+                .any(|c| !existing.contains(&c.name))
+                || (!definition.key.is_empty() && !has_key(relid))
+        }
+        _ => true,
+    }
 }
 
 /// Makes the table or its missing columns; `None` when it is there as a row needs it.
@@ -110,15 +147,7 @@ fn make(
     subscription: &Subscription,
 ) -> Option<String> {
     let table = format!("{}.{}", quote(&definition.schema), quote(&definition.name));
-    let existing = relcache::namespace_named(&definition.schema)
-        .and_then(|nsp| relcache::relation_in(nsp, &definition.name))
-        .map(|relid| {
-            // SAFETY: a syscache lookup of the relation just found.
-            let relkind = unsafe { pg_sys::get_rel_relkind(relid) } as u8;
-            let is_table =
-                relkind == pg_sys::RELKIND_RELATION || relkind == pg_sys::RELKIND_PARTITIONED_TABLE;
-            (relid, is_table)
-        });
+    let existing = found(definition);
     let mut note = match existing {
         None => {
             let note = create(definition, &table, owner);
@@ -222,16 +251,7 @@ fn add_columns(
     owner: Option<&str>,
     subscription: &Subscription,
 ) -> Option<String> {
-    let existing = ddl_server::relcache::with_relation(relid, |rel| {
-        // SAFETY: the open relation's descriptor.
-        unsafe { ddl_server::versions::attributes((*rel).rd_att) }
-            .iter()
-            .filter(|a| !a.attisdropped)
-            // SAFETY: a NameData is NUL-terminated.
-            .map(|a| unsafe { ddl_server::text::utf8_ptr(a.attname.data.as_ptr()) })
-            .collect::<Vec<String>>()
-    })
-    .unwrap_or_default();
+    let existing = column_names(relid);
     let missing: Vec<&Column> = definition
         .columns
         .iter()
@@ -274,17 +294,7 @@ fn add_key(
     if definition.key.is_empty() {
         return None;
     }
-    // A primary key, or an index marked as the replica identity (which REPLICA IDENTITY USING
-    // INDEX makes the relcache's replica identity index).
-    let has_key = ddl_server::relcache::with_relation(relid, |rel| {
-        // SAFETY: the open relation; RelationGetIndexList fills rd_pkindex and rd_replidindex.
-        unsafe {
-            pg_sys::list_free(pg_sys::RelationGetIndexList(rel));
-            (*rel).rd_pkindex != pg_sys::InvalidOid || (*rel).rd_replidindex != pg_sys::InvalidOid
-        }
-    })
-    .unwrap_or(true);
-    if has_key {
+    if has_key(relid) {
         return None;
     }
     let key: Vec<String> = definition.key.iter().map(|k| quote(k)).collect();
@@ -307,6 +317,34 @@ fn add_key(
              ({key}) could not be added: {why}"
         ),
     })
+}
+
+/// The names of table `relid`'s columns (none when it is gone).
+fn column_names(relid: pg_sys::Oid) -> Vec<String> {
+    ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation's descriptor.
+        unsafe { ddl_server::versions::attributes((*rel).rd_att) }
+            .iter()
+            .filter(|a| !a.attisdropped)
+            // SAFETY: a NameData is NUL-terminated.
+            .map(|a| unsafe { ddl_server::text::utf8_ptr(a.attname.data.as_ptr()) })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Whether table `relid` has what an UPDATE or DELETE finds its row by: a primary key, or an
+/// index marked as the replica identity (which REPLICA IDENTITY USING INDEX makes the relcache's
+/// replica identity index); yes when it is gone.
+fn has_key(relid: pg_sys::Oid) -> bool {
+    ddl_server::relcache::with_relation(relid, |rel| {
+        // SAFETY: the open relation; RelationGetIndexList fills rd_pkindex and rd_replidindex.
+        unsafe {
+            pg_sys::list_free(pg_sys::RelationGetIndexList(rel));
+            (*rel).rd_pkindex != pg_sys::InvalidOid || (*rel).rd_replidindex != pg_sys::InvalidOid
+        }
+    })
+    .unwrap_or(true)
 }
 
 /// Whether table `relid` is the statement's to complete here: it is in the subscription (its
@@ -356,14 +394,10 @@ fn run(sql: &str) {
 /// ..., [PRIMARY KEY (...)])` of permanent tables outside the system schemas.
 fn parse(tables: &str) -> Result<Vec<Definition>, String> {
     let text = CString::new(tables).map_err(|_| "the text contains a NUL byte".to_string())?;
-    // SAFETY: raw_parser reports syntax errors with ereport, which the caller's subtransaction
-    // catches; the trees live in the current memory context.
-    let stmts = unsafe {
-        PgList::<pg_sys::RawStmt>::from_pg(pg_sys::raw_parser(
-            text.as_ptr(),
-            pg_sys::RawParseMode::RAW_PARSE_DEFAULT,
-        ))
-    };
+    let list = ddl_server::xact::raw_parse(&text).map_err(|caught| caught.message)?;
+    // SAFETY: the parser's list of RawStmts (or NIL), in the current memory context, which
+    // outlives every use of the definitions.
+    let stmts = unsafe { PgList::<pg_sys::RawStmt>::from_pg(list) };
     stmts
         .iter_ptr()
         // SAFETY: RawStmts from the parser, in the caller's transaction.

@@ -85,4 +85,38 @@ mod tests {
             assert!(parsed(hostile).is_err(), "{hostile} was accepted");
         }
     }
+
+    /// A text the parser raises an ERROR for is refused without a subtransaction
+    /// (`xact::raw_parse`): the transaction goes on as it was, at the same nesting level, with
+    /// the same interrupt holdoff, and the definitions after it still read.
+    #[pg_test]
+    fn a_text_that_does_not_parse_leaves_the_transaction_as_it_was() {
+        let level = ddl_server::xact::nest_level();
+        // SAFETY: the backend's own counter, raised as HOLD_INTERRUPTS does and put back below.
+        let before = unsafe { pg_sys::InterruptHoldoffCount };
+        // SAFETY: as above.
+        unsafe { pg_sys::InterruptHoldoffCount = before + 1 };
+        let refused = parse("CREATE TABLE public.t (a int");
+        // SAFETY: as above.
+        let held = unsafe { pg_sys::InterruptHoldoffCount };
+        // SAFETY: as above.
+        unsafe { pg_sys::InterruptHoldoffCount = before };
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|why| why.contains("syntax error at end of input")),
+            "{:?}",
+            refused.map(|d| d.len())
+        );
+        assert_eq!(
+            held, 1,
+            "the ERROR's reset of the holdoff count was not undone"
+        );
+        assert_eq!(ddl_server::xact::nest_level(), level);
+        assert_eq!(Spi::get_one::<i32>("SELECT 1"), Ok(Some(1)));
+        assert_eq!(
+            parse("CREATE TABLE public.t (a pg_catalog.int4);").map(|d| d.len()),
+            Ok(1)
+        );
+    }
 }

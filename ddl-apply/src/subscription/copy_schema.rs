@@ -527,7 +527,7 @@ pub(super) fn missing_here(
     let mut differing = Vec::new();
     let mut sequences = Vec::new();
     let mut ids = Vec::new();
-    let mut kept = 0;
+    let mut kept = Vec::new();
     for entry in published
         .toc()
         .entries
@@ -548,7 +548,7 @@ pub(super) fn missing_here(
                     ));
                 }
             }
-            Some(mine) if mine.same_definition(entry) => kept += 1,
+            Some(mine) if mine.same_definition(entry) => kept.push(entry.describe()),
             Some(_) => {
                 if how == Take::Strict {
                     differing.push(entry.describe());
@@ -570,13 +570,17 @@ pub(super) fn missing_here(
         .set_hint("Make them the same as on the publisher, or drop them here, then run the statement again.")
         .report(PgLogLevel::ERROR);
     }
-    if kept > 0 {
-        notice!("copy_schema: {kept} of the publisher's objects are here already, identical: kept");
+    if !kept.is_empty() {
+        notice!(
+            "copy_schema: {} of the publisher's objects are here already, identical: kept ({})",
+            kept.len(),
+            kept.join(", ")
+        );
     }
     Missing {
         script: published.script(&ids),
         made: ids.len(),
-        kept,
+        kept: kept.len(),
         sequences,
     }
 }

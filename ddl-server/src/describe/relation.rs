@@ -435,12 +435,14 @@ pub(super) unsafe fn triggers(relid: pg_sys::Oid) -> Vec<Part> {
             relid,
             |tuple, _| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_trigger>(tuple);
-                let definition = text_of(pg_sys::pg_get_triggerdef, &[row.oid.into()]);
+                // An internal trigger (a foreign key's) is its constraint's part, described
+                // with the constraint: not deparsed (half a table's description for one with
+                // foreign keys).
                 (!row.tgisinternal).then(|| Part {
                     name: utf8_ptr(row.tgname.data.as_ptr()),
                     definition: format!(
                         "{}{}",
-                        definition.unwrap_or_default(),
+                        text_of(pg_sys::pg_get_triggerdef, &[row.oid.into()]).unwrap_or_default(),
                         enabled(row.tgenabled)
                     ),
                 })
