@@ -38,19 +38,24 @@ unsafe extern "C-unwind" fn seen(object: pg_sys::ObjectAddress, access: Access) 
     }
     if bound::watching() {
         replay_seen(object, access);
-    } else if object.classId == pg_sys::RelationRelationId
-        && matches!(access, Access::PostCreate { internal: false })
-    {
+    } else if is_relation_made(&object, access) {
         made(object.objectId);
     }
+}
+
+/// Whether the report is of a relation made, not by the server on the side (a TOAST table, a
+/// rewrite's new heap), and not of a column: PostgreSQL reports a column added with its
+/// table's address and the column's number (`ALTER TABLE ... ADD COLUMN`).
+fn is_relation_made(object: &pg_sys::ObjectAddress, access: Access) -> bool {
+    object.classId == pg_sys::RelationRelationId
+        && object.objectSubId == 0
+        && matches!(access, Access::PostCreate { internal: false })
 }
 
 /// What a replay watches (see `bound.rs`), and the relations it makes.
 #[pg_guard]
 extern "C-unwind" fn replay_seen(object: pg_sys::ObjectAddress, access: Access) {
-    if object.classId == pg_sys::RelationRelationId
-        && matches!(access, Access::PostCreate { internal: false })
-    {
+    if is_relation_made(&object, access) {
         made(object.objectId);
     }
     bound::seen(object, access);
@@ -80,4 +85,30 @@ pub fn watching<T>(f: impl FnOnce() -> T) -> (T, Vec<pg_sys::Oid>) {
     let made = MADE.with_borrow_mut(|m| m.take()).unwrap_or_default();
     drop(outer);
     (result, made)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relation_made_is_neither_a_column_added_nor_the_servers_own() {
+        let relation = |sub_id| pg_sys::ObjectAddress {
+            classId: pg_sys::RelationRelationId,
+            objectId: pg_sys::Oid::from(16400),
+            objectSubId: sub_id,
+        };
+        let made = |internal| Access::PostCreate { internal };
+        assert!(is_relation_made(&relation(0), made(false)));
+        // ALTER TABLE ... ADD COLUMN reports the table's address with the column's number.
+        assert!(!is_relation_made(&relation(3), made(false)));
+        // A TOAST table, a rewrite's new heap.
+        assert!(!is_relation_made(&relation(0), made(true)));
+        assert!(!is_relation_made(&relation(0), Access::PostAlter));
+        let function = pg_sys::ObjectAddress {
+            classId: pg_sys::ProcedureRelationId,
+            ..relation(0)
+        };
+        assert!(!is_relation_made(&function, made(false)));
+    }
 }
