@@ -24,6 +24,10 @@
 //!    `sql/released/`; SECURITY.md names the version and record format it describes.
 //! 6. **Lints in one place.** Every member inherits `[workspace.lints]` (`[lints] workspace =
 //!    true`), and no crate root sets one of those lints again.
+//! 7. **ERRORs caught in one place.** `PgTryBuilder` appears in the non-test code of the crates
+//!    that link PostgreSQL only in the files of [`ERROR_CATCHERS`]: an ERROR is caught with the
+//!    subtransaction that undoes what raised it, or (the parser's) where nothing needs undoing,
+//!    both in `ddl_server::xact`; anything else caught must be raised again.
 
 use crate::{project_root, Result, COMMANDS};
 use std::fs;
@@ -31,6 +35,18 @@ use std::path::{Path, PathBuf};
 
 /// Members without PostgreSQL that may use `unsafe`: (directory, why). Empty: none needs it.
 const UNSAFE_ALLOWED: &[(&str, &str)] = &[];
+
+/// The files that may catch an ERROR (rule 7): (path, why).
+const ERROR_CATCHERS: &[(&str, &str)] = &[
+    (
+        "ddl-server/src/xact.rs",
+        "in_subtransaction, and catching_parser_error for the scanner and raw parser",
+    ),
+    (
+        "ddl-apply/src/replay/stats.rs",
+        "records a replay's ERROR and raises it again",
+    ),
+];
 
 /// The extension's crate and name, whose versions rule 5 checks.
 const EXTENSION_CRATE: &str = "ddl-apply";
@@ -49,6 +65,7 @@ pub fn run(args: &[&str]) -> Result {
     for member in &workspace.members {
         if member.links_postgres {
             errors_with_a_code(&root, member, &mut problems)?;
+            errors_caught_in_one_place(&root, member, &mut problems)?;
         } else {
             no_unsafe(&root, member, &mut problems)?;
         }
@@ -689,6 +706,31 @@ fn section<'a>(manifest: &'a str, header: &'a str) -> impl Iterator<Item = &'a s
 }
 
 // ---- files ----
+
+// ---- rule 7: ERRORs caught in one place ----
+
+fn errors_caught_in_one_place(root: &Path, member: &Member, problems: &mut Vec<String>) -> Result {
+    for file in rust_files(&root.join(&member.dir).join("src"))? {
+        let path = relative(root, &file);
+        if is_test_file(&file) || ERROR_CATCHERS.iter().any(|(allowed, _)| *allowed == path) {
+            continue;
+        }
+        let text = read(&file)?;
+        let lines: Vec<&str> = text.lines().collect();
+        let end = test_code_start(&lines).unwrap_or(lines.len());
+        for (at, line) in lines[..end].iter().enumerate() {
+            if without_comment(line).contains("PgTryBuilder") {
+                problems.push(format!(
+                    "{path}:{}: an ERROR caught outside ddl_server::xact: run it with \
+                     xact::in_subtransaction (or add the file to tidy.rs's ERROR_CATCHERS, with \
+                     why nothing needs undoing)",
+                    at + 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 fn read(path: &Path) -> Result<String> {
     fs::read_to_string(path).map_err(|e| format!("tidy: cannot read {}: {e}", path.display()))
