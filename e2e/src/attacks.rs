@@ -2890,6 +2890,51 @@ fn bindings(a: &mut Arena, out: &mut Vec<Outcome>) {
         r.all_applied(2) && rows == "1" && ran == "0",
         format!("{}; rows {rows}; eve_log {ran}", r.describe()),
     );
+
+    // A trigger PostgreSQL clones onto a new partition binds no name, but it is code the new
+    // table runs: mallory's own ALWAYS trigger on her partitioned table, on the subscriber
+    // only, would be cloned onto a superuser's new partition and run for every row applied
+    // to it, as the apply worker's role. (A clone is not an internal trigger: the replay
+    // looks into it as into any, unlike a foreign key's.)
+    run_as(
+        a.publisher(),
+        MALLORY,
+        "CREATE TABLE m_parts (id int PRIMARY KEY, v text) PARTITION BY RANGE (id)",
+    );
+    let r = a.round();
+    setup(out, "mallory's partitioned table m_parts", &r, 1);
+    run_as(
+        a.subscriber(),
+        MALLORY,
+        "CREATE FUNCTION public.m_parts_trig() RETURNS trigger LANGUAGE plpgsql
+             AS $f$ BEGIN PERFORM public.mallory_escalate('m_parts_trig'); RETURN NEW; END $f$;
+         CREATE TRIGGER m_parts_trig BEFORE INSERT ON m_parts
+             FOR EACH ROW EXECUTE FUNCTION public.m_parts_trig();
+         ALTER TABLE m_parts ENABLE ALWAYS TRIGGER m_parts_trig;",
+    );
+    query(
+        a.publisher(),
+        "CREATE TABLE m_parts_1 PARTITION OF m_parts FOR VALUES FROM (0) TO (10);
+         INSERT INTO m_parts VALUES (1, 'a');",
+    );
+    let r = a.round();
+    let ran = query(
+        a.subscriber(),
+        "SELECT count(*) FROM attack_log WHERE what LIKE 'm\\_parts\\_trig%'",
+    );
+    push(
+        out,
+        "a superuser's CREATE TABLE m_parts_1 PARTITION OF m_parts, where mallory added an \
+         ALWAYS row trigger to her m_parts on the subscriber only: PostgreSQL clones it onto \
+         the new partition",
+        "refused, naming mallory's trigger function; her code never ran",
+        r.logged(
+            "refused",
+            "CREATE TABLE",
+            "it uses function public.m_parts_trig()",
+        ) && ran == "0",
+        format!("{}; attack_log {ran}", r.describe()),
+    );
     a.reset_if_escalated("the bindings");
 }
 

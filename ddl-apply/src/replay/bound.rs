@@ -48,10 +48,11 @@ pub fn watching() -> bool {
 /// The object access hook's report, while a statement is watched (`created.rs` hands on each).
 pub fn seen(object: pg_sys::ObjectAddress, access: Access) {
     match access {
-        // A trigger PostgreSQL makes itself (a foreign key's, a partition's clone of its
-        // parent's) binds no name: its function is its constraint's or its parent's, by OID.
-        // Not looked into here (a foreign key makes four); the capture still lists what they
-        // use, which subscribers of older versions compare with.
+        // A trigger PostgreSQL makes itself (`internal`: a foreign key's four, a deferrable
+        // unique constraint's recheck) calls a built-in function, which no role can change:
+        // nothing to find, so not looked into (a pg_depend scan each). A partition's clone of
+        // its parent's trigger is not internal and is looked into like any. The capture still
+        // lists what they use, which subscribers of older versions compare with.
         Access::PostCreate { internal: true } if object.classId == pg_sys::TriggerRelationId => {}
         Access::PostCreate { internal } if bindings::holds_names(&object, internal) => {
             holder(object)
