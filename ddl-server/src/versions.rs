@@ -719,3 +719,16 @@ pub unsafe fn primary_key_index(rel: pg_sys::Relation) -> pg_sys::Oid {
         pg_sys::RelationGetPrimaryKeyIndex(rel, false)
     }
 }
+
+/// Whether constraint `row` is one that 18 made possible and `pg_get_constraintdef` writes
+/// with a clause of 18's: a key `WITHOUT OVERLAPS` (`conperiod`), or `NOT ENFORCED`.
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
+pub fn constraint_of_18(_row: &pg_sys::FormData_pg_constraint) -> bool {
+    false
+}
+/// Whether constraint `row` is one that 18 made possible and `pg_get_constraintdef` writes
+/// with a clause of 18's: a key `WITHOUT OVERLAPS` (`conperiod`), or `NOT ENFORCED`.
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
+pub fn constraint_of_18(row: &pg_sys::FormData_pg_constraint) -> bool {
+    row.conperiod || !row.conenforced
+}

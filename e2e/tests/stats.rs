@@ -3,7 +3,7 @@
 //! (applied, skipped, refused, failed, replay errors, the last applied and the last error),
 //! the log lines of the replay, and the resets.
 
-use ddl_e2e::{ddl_publisher, ddl_subscriber, query, subscribe, wait_caught_up, wait_for};
+use ddl_e2e::{ddl_publisher, ddl_subscriber, query, subscribe, wait_caught_up, wait_for, Session};
 use ddl_testkit::Cluster;
 use std::time::Duration;
 
@@ -226,4 +226,36 @@ fn resets(publisher: &Cluster, subscriber: &Cluster) {
         error.contains("publication \"nope\" does not exist"),
         "{error}"
     );
+    reset_while_the_worker_counts(publisher, subscriber);
+}
+
+/// A reset in a transaction still open when the apply worker writes its counts: the worker
+/// waits for the reset (both take the row's lock), then adds to what the reset left, without
+/// an ERROR of its own (it writes the row without an UPDATE's re-reading of a changed row).
+fn reset_while_the_worker_counts(publisher: &Cluster, subscriber: &Cluster) {
+    let apply_errors = "SELECT apply_error_count FROM pg_stat_subscription_stats
+                         WHERE subname = 'sub'";
+    let errors_before = query(subscriber, apply_errors);
+    let mut reset = Session::open(subscriber, "reset");
+    reset.run("BEGIN; SELECT ddl_sync.reset_subscription_stats('sub');");
+    query(publisher, "CREATE TABLE after_reset (id int)");
+    wait_for("the apply worker waiting for the reset", TIMEOUT, || {
+        let waiting = query(
+            subscriber,
+            "SELECT l.locktype FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+              WHERE NOT l.granted AND a.backend_type LIKE 'logical replication%worker'",
+        );
+        (waiting == "object").then_some(()).ok_or(waiting)
+    });
+    reset.run("COMMIT;");
+    reset.finish();
+    wait_caught_up(publisher, subscriber, "sub", TIMEOUT);
+    assert_eq!(
+        query(
+            subscriber,
+            "SELECT applied, stats_reset IS NOT NULL FROM ddl_sync.subscription_stats"
+        ),
+        "1|t"
+    );
+    assert_eq!(query(subscriber, apply_errors), errors_before);
 }

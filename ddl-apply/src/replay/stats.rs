@@ -327,6 +327,27 @@ fn failing_event_list() -> TableIterator<
 #[pg_extern(volatile)]
 fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
     let subid = subscription.map(subscription_oid);
+    // The apply workers write their counts without an UPDATE's re-reading of a row changed
+    // meanwhile: each takes its row's lock first, and so does this.
+    let rows = match subid {
+        Some(subid) => vec![subid],
+        None => Spi::connect(|client| {
+            client
+                .select(
+                    "SELECT subid FROM ddl_sync.subscription_counters",
+                    None,
+                    &[],
+                )?
+                .map(|row| row.get::<pg_sys::Oid>(1))
+                .filter_map(Result::transpose)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .or_internal("cannot read ddl_sync.subscription_counters"),
+    };
+    for subid in rows {
+        // SAFETY: in the function's transaction.
+        unsafe { ddl_server::extension_tables::lock_row(super::counters::COUNTERS, subid) };
+    }
     Spi::run_with_args(
         "UPDATE ddl_sync.subscription_counters
             SET applied = 0, verified = 0, diverged = 0, skipped = 0, refused = 0, failed = 0,

@@ -11,9 +11,11 @@
 //! search_path so that every other object is schema-qualified whatever either node's settings.
 //!
 //! Relations (tables, views, materialized views, sequences) are in [`relation`], the other
-//! kinds in [`object`].
+//! kinds in [`object`]; [`index`] and [`key`] write the commonest index definitions and the
+//! keys' constraint definitions as PostgreSQL's deparsing would, for less.
 
 pub mod index;
+pub mod key;
 mod object;
 mod relation;
 

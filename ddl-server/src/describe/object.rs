@@ -334,7 +334,7 @@ unsafe fn domain(
         if let Some(default) = default {
             definition.push_str(&format!(" DEFAULT {default}"));
         }
-        for constraint in relation::constraints_of(oid, true) {
+        for constraint in relation::constraints_of(oid, None) {
             definition.push_str(&format!(
                 " CONSTRAINT {} {}",
                 quote_identifier(&constraint.name),

@@ -109,7 +109,7 @@ unsafe fn table(rel: pg_sys::Relation, relid: pg_sys::Oid) -> TableDescription {
     unsafe {
         let class = &*(*rel).rd_rel;
         TableDescription {
-            constraints: constraints(relid),
+            constraints: constraints_of(relid, Some(rel)),
             indexes: indexes(rel),
             triggers: if class.relhastriggers {
                 triggers(relid)
@@ -350,49 +350,46 @@ pub(super) unsafe fn plain(
     }
 }
 
-/// The constraints of `relid` (a table, or with `by_type` a domain) other than NOT NULL (a
-/// column's `not_null` says those; 17 and 18 catalog them, older majors do not), by name.
+/// The constraints of `oid`, the open table `table`, or a domain when `table` is `None`,
+/// other than NOT NULL (a column's `not_null` says those; 17 and 18 catalog them, older majors
+/// do not), by name.
 ///
 /// # Safety
-/// As for [`described`].
-pub(super) unsafe fn constraints_of(oid: pg_sys::Oid, by_type: bool) -> Vec<Part> {
-    let (index, column) = if by_type {
-        (
-            pg_sys::ConstraintTypidIndexId,
-            pg_sys::Anum_pg_constraint_contypid,
-        )
-    } else {
-        (
+/// As for [`described`]; `table` is open.
+pub(super) unsafe fn constraints_of(
+    oid: pg_sys::Oid,
+    table: Option<pg_sys::Relation>,
+) -> Vec<Part> {
+    let (index, column) = match table {
+        Some(_) => (
             pg_sys::ConstraintRelidTypidNameIndexId,
             pg_sys::Anum_pg_constraint_conrelid,
-        )
+        ),
+        None => (
+            pg_sys::ConstraintTypidIndexId,
+            pg_sys::Anum_pg_constraint_contypid,
+        ),
     };
-    // SAFETY: pg_constraint by conrelid or contypid, each its index's first key column.
+    // SAFETY: pg_constraint by conrelid or contypid, each its index's first key column; a
+    // table's keys written from its row (see `key`).
     unsafe {
         parts_of(
             pg_sys::ConstraintRelationId,
             index,
             column,
             oid,
-            |tuple, _| {
+            |tuple, desc| {
                 let row = &*pg_sys::heap_tuple_get_struct::<pg_sys::FormData_pg_constraint>(tuple);
                 (row.contype as u8 != b'n').then(|| Part {
                     name: utf8_ptr(row.conname.data.as_ptr()),
-                    definition: text_of(pg_sys::pg_get_constraintdef, &[row.oid.into()])
+                    definition: table
+                        .and_then(|rel| super::key::written(rel, tuple, desc))
+                        .or_else(|| text_of(pg_sys::pg_get_constraintdef, &[row.oid.into()]))
                         .unwrap_or_default(),
                 })
             },
         )
     }
-}
-
-/// [`constraints_of`] a table.
-///
-/// # Safety
-/// As for [`described`].
-unsafe fn constraints(relid: pg_sys::Oid) -> Vec<Part> {
-    // SAFETY: the caller's promise.
-    unsafe { constraints_of(relid, false) }
 }
 
 /// The valid indexes of the open `rel`. An invalid one is what a failed `CREATE INDEX
