@@ -126,6 +126,30 @@ COMMENT ON COLUMN ddl_sync.subscription_ddl.divergence IS
 ALTER TABLE ddl_sync.subscription_counters
     ADD COLUMN verified int8 NOT NULL DEFAULT 0,
     ADD COLUMN diverged int8 NOT NULL DEFAULT 0;
+-- The counts of apply transactions prepared here (subscriptions with two_phase), a row each
+-- (src/replay/counters.rs): a prepared transaction must not hold its subscription's row above,
+-- which the transactions applied while it waits for its COMMIT PREPARED write. Once committed
+-- they count (the view below adds them) and the next transaction that writes the
+-- subscription's row adds them to it; ROLLBACK PREPARED takes its row with it.
+CREATE TABLE ddl_sync.prepared_counts (
+    subid            oid NOT NULL,
+    applied          int8 NOT NULL,
+    skipped          int8 NOT NULL,
+    refused          int8 NOT NULL,
+    failed           int8 NOT NULL,
+    duplicates       int8 NOT NULL,
+    verified         int8 NOT NULL,
+    diverged         int8 NOT NULL,
+    last_applied_lsn pg_lsn,
+    last_applied_at  timestamptz,
+    last_error       text,
+    last_error_at    timestamptz
+);
+REVOKE ALL ON ddl_sync.prepared_counts FROM PUBLIC;
+CREATE TRIGGER prepared_counts_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.prepared_counts
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.prepared_counts ENABLE REPLICA TRIGGER prepared_counts_is_node_local;
 DROP VIEW ddl_sync.subscription_stats;
 DROP FUNCTION ddl_sync.count_event(oid, text, text, pg_lsn);
 -- The apply trigger counts the events itself (src/replay/counters.rs), and it and the
@@ -135,6 +159,27 @@ RETURNS trigger
 LANGUAGE c AS 'MODULE_PATHNAME', 'skip_replicated_row_wrapper';
 
 CREATE VIEW ddl_sync.subscription_stats AS
+WITH counted AS (
+    SELECT subid, applied, verified, diverged, skipped, refused, failed, duplicates,
+           last_applied_lsn, last_applied_at, last_error, last_error_at, stats_reset
+      FROM ddl_sync.subscription_counters
+    UNION ALL
+    SELECT subid, applied, verified, diverged, skipped, refused, failed, duplicates,
+           last_applied_lsn, last_applied_at, last_error, last_error_at, NULL
+      FROM ddl_sync.prepared_counts),
+c AS (
+    SELECT subid,
+           sum(applied)::int8 AS applied, sum(verified)::int8 AS verified,
+           sum(diverged)::int8 AS diverged, sum(skipped)::int8 AS skipped,
+           sum(refused)::int8 AS refused, sum(failed)::int8 AS failed,
+           sum(duplicates)::int8 AS duplicates,
+           (array_agg(last_applied_lsn ORDER BY last_applied_at DESC NULLS LAST))[1]
+               AS last_applied_lsn,
+           max(last_applied_at) AS last_applied_at,
+           (array_agg(last_error ORDER BY last_error_at DESC NULLS LAST))[1] AS last_error,
+           max(last_error_at) AS last_error_at,
+           max(stats_reset) AS stats_reset
+      FROM counted GROUP BY subid)
 SELECT s.oid AS subid, s.subname AS subscription,
        coalesce(c.applied, 0) AS applied,
        coalesce(c.verified, 0) AS verified,
@@ -150,7 +195,7 @@ SELECT s.oid AS subid, s.subname AS subscription,
        GREATEST(e.last_error_at, c.last_error_at) AS last_error_at,
        c.stats_reset
   FROM pg_catalog.pg_subscription s
-  LEFT JOIN ddl_sync.subscription_counters c ON c.subid = s.oid
+  LEFT JOIN c ON c.subid = s.oid
   LEFT JOIN ddl_sync.subscription_errors() e ON e.subid = s.oid
  WHERE s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d
                      WHERE d.datname = pg_catalog.current_database());

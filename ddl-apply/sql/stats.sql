@@ -110,10 +110,56 @@ CREATE TRIGGER subscription_counters_is_node_local
     FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
 ALTER TABLE ddl_sync.subscription_counters ENABLE REPLICA TRIGGER subscription_counters_is_node_local;
 
+-- The counts of apply transactions prepared here (subscriptions with two_phase), a row each
+-- (src/replay/counters.rs): a prepared transaction must not hold its subscription's row above,
+-- which the transactions applied while it waits for its COMMIT PREPARED write. Once committed
+-- they count (the view below adds them) and the next transaction that writes the
+-- subscription's row adds them to it; ROLLBACK PREPARED takes its row with it.
+CREATE TABLE ddl_sync.prepared_counts (
+    subid            oid NOT NULL,
+    applied          int8 NOT NULL,
+    skipped          int8 NOT NULL,
+    refused          int8 NOT NULL,
+    failed           int8 NOT NULL,
+    duplicates       int8 NOT NULL,
+    verified         int8 NOT NULL,
+    diverged         int8 NOT NULL,
+    last_applied_lsn pg_lsn,
+    last_applied_at  timestamptz,
+    last_error       text,
+    last_error_at    timestamptz
+);
+REVOKE ALL ON ddl_sync.prepared_counts FROM PUBLIC;
+CREATE TRIGGER prepared_counts_is_node_local
+    BEFORE INSERT OR UPDATE OR DELETE ON ddl_sync.prepared_counts
+    FOR EACH ROW EXECUTE FUNCTION ddl_sync.skip_replicated_row();
+ALTER TABLE ddl_sync.prepared_counts ENABLE REPLICA TRIGGER prepared_counts_is_node_local;
+
 -- One row per subscription of this database. errors and last_error also count the failures
 -- under ddl_conflict = 'error', which roll back and are retried (from shared memory: with
 -- ddl_sync preloaded, until the server restarts).
 CREATE VIEW ddl_sync.subscription_stats AS
+WITH counted AS (
+    SELECT subid, applied, verified, diverged, skipped, refused, failed, duplicates,
+           last_applied_lsn, last_applied_at, last_error, last_error_at, stats_reset
+      FROM ddl_sync.subscription_counters
+    UNION ALL
+    SELECT subid, applied, verified, diverged, skipped, refused, failed, duplicates,
+           last_applied_lsn, last_applied_at, last_error, last_error_at, NULL
+      FROM ddl_sync.prepared_counts),
+c AS (
+    SELECT subid,
+           sum(applied)::int8 AS applied, sum(verified)::int8 AS verified,
+           sum(diverged)::int8 AS diverged, sum(skipped)::int8 AS skipped,
+           sum(refused)::int8 AS refused, sum(failed)::int8 AS failed,
+           sum(duplicates)::int8 AS duplicates,
+           (array_agg(last_applied_lsn ORDER BY last_applied_at DESC NULLS LAST))[1]
+               AS last_applied_lsn,
+           max(last_applied_at) AS last_applied_at,
+           (array_agg(last_error ORDER BY last_error_at DESC NULLS LAST))[1] AS last_error,
+           max(last_error_at) AS last_error_at,
+           max(stats_reset) AS stats_reset
+      FROM counted GROUP BY subid)
 SELECT s.oid AS subid, s.subname AS subscription,
        coalesce(c.applied, 0) AS applied,
        coalesce(c.verified, 0) AS verified,
@@ -129,7 +175,7 @@ SELECT s.oid AS subid, s.subname AS subscription,
        GREATEST(e.last_error_at, c.last_error_at) AS last_error_at,
        c.stats_reset
   FROM pg_catalog.pg_subscription s
-  LEFT JOIN ddl_sync.subscription_counters c ON c.subid = s.oid
+  LEFT JOIN c ON c.subid = s.oid
   LEFT JOIN ddl_sync.subscription_errors() e ON e.subid = s.oid
  WHERE s.subdbid = (SELECT d.oid FROM pg_catalog.pg_database d
                      WHERE d.datname = pg_catalog.current_database());

@@ -1,10 +1,11 @@
 //! "This change is ddl_sync's own": a flag in backend memory, not a setting.
 //!
 //! The extension's node-local tables (`publication_sync`, `subscription_ddl`,
-//! `subscription_counters`, `adapter`) are published by FOR ALL TABLES publications, so a
-//! subscriber's apply worker receives the publisher's rows of them; a REPLICA trigger
-//! (`ddl_sync.skip_replicated_row`) drops those. The extension's own writes in replica mode (an
-//! apply-log counter, a rule removed after a replayed DROP) must go through, and say so here.
+//! `subscription_counters`, `prepared_counts`, `adapter`) are published by FOR ALL TABLES
+//! publications, so a subscriber's apply worker receives the publisher's rows of them; a
+//! REPLICA trigger (`ddl_sync.skip_replicated_row`) drops those. The extension's own writes in
+//! replica mode (a rule removed after a replayed DROP) must go through, and say so here; the
+//! apply log's counters are written as catalog rows, which fire no trigger.
 //!
 //! This used to be the setting `ddl_sync.local_change`, which any SQL can set: a replayed
 //! statement's code running in the apply worker (a default expression, a function body) could

@@ -20,18 +20,10 @@ pub unsafe fn scan(
     // between leaves both to the abort). Each key is an OID equality.
     unsafe {
         let rel = pg_sys::table_open(catalog, pg_sys::AccessShareLock as i32);
-        let mut scan_keys: Vec<pg_sys::ScanKeyData> = Vec::with_capacity(keys.len());
-        for &(column, value) in keys {
-            let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
-            pg_sys::ScanKeyInit(
-                &mut key,
-                column,
-                pg_sys::BTEqualStrategyNumber as u16,
-                pg_sys::Oid::from(pg_sys::F_OIDEQ),
-                pg_sys::Datum::from(value),
-            );
-            scan_keys.push(key);
-        }
+        let mut scan_keys: Vec<pg_sys::ScanKeyData> = keys
+            .iter()
+            .map(|&(column, value)| oid_equals(column, value))
+            .collect();
         let scan = pg_sys::systable_beginscan(
             rel,
             index,
@@ -49,5 +41,22 @@ pub unsafe fn scan(
         }
         pg_sys::systable_endscan(scan);
         pg_sys::table_close(rel, pg_sys::AccessShareLock as i32);
+    }
+}
+
+/// The scan key "column `column` (an oid) equals `value`".
+pub fn oid_equals(column: pg_sys::AttrNumber, value: pg_sys::Oid) -> pg_sys::ScanKeyData {
+    // SAFETY: a zeroed key, then filled by PostgreSQL with the oid equality's function (found
+    // by OID: no lookup that could fail).
+    unsafe {
+        let mut key: pg_sys::ScanKeyData = std::mem::zeroed();
+        pg_sys::ScanKeyInit(
+            &mut key,
+            column,
+            pg_sys::BTEqualStrategyNumber as u16,
+            pg_sys::Oid::from(pg_sys::F_OIDEQ),
+            pg_sys::Datum::from(value),
+        );
+        key
     }
 }

@@ -195,6 +195,42 @@ impl RowValues {
         }
     }
 
+    /// A row of descriptor `desc`, every column NULL.
+    fn empty(desc: pg_sys::TupleDesc) -> RowValues {
+        // SAFETY: the caller's descriptor, of an open relation.
+        let natts = unsafe { (*desc).natts } as usize;
+        RowValues {
+            desc,
+            values: vec![pg_sys::Datum::from(0usize); natts],
+            nulls: vec![true; natts],
+        }
+    }
+
+    /// Reads `tuple`'s values (pointing into it: valid while it is).
+    ///
+    /// # Safety
+    /// `tuple` is a row of the descriptor.
+    unsafe fn deform(&mut self, tuple: pg_sys::HeapTuple) {
+        // SAFETY: the caller's promise; arrays of the descriptor's length.
+        unsafe {
+            pg_sys::heap_deform_tuple(
+                tuple,
+                self.desc,
+                self.values.as_mut_ptr(),
+                self.nulls.as_mut_ptr(),
+            )
+        };
+    }
+
+    /// The row as a new tuple.
+    fn form(&mut self) -> pg_sys::HeapTuple {
+        // SAFETY: values of the descriptor's columns (the setters' promise), arrays of its
+        // length.
+        unsafe {
+            pg_sys::heap_form_tuple(self.desc, self.values.as_mut_ptr(), self.nulls.as_mut_ptr())
+        }
+    }
+
     fn at(&self, name: &CStr) -> Option<usize> {
         // SAFETY: the descriptor of the table open in `write_row`, which outlives `self`'s use.
         let number = unsafe { column_number(self.desc, name) }?;
@@ -251,42 +287,107 @@ pub unsafe fn write_row(
             )
         };
     };
-    // SAFETY: `desc` is the open relation's descriptor.
-    let natts = unsafe { (*desc).natts } as usize;
-    let mut row = RowValues {
-        desc,
-        values: vec![pg_sys::Datum::from(0usize); natts],
-        nulls: vec![true; natts],
-    };
+    let mut row = RowValues::empty(desc);
     // SAFETY: an oid equality on the primary key's column, scanned through that index with a
     // snapshot taken after the lock (the scan's tuple stays valid until the scan ends, after
     // the new row is formed from its values); the row changed or added with its index
     // entries into the open, locked table, then closed.
     unsafe {
-        let mut scan_key: pg_sys::ScanKeyData = std::mem::zeroed();
-        pg_sys::ScanKeyInit(
-            &mut scan_key,
-            column as pg_sys::AttrNumber,
-            pg_sys::BTEqualStrategyNumber as u16,
-            pg_sys::Oid::from(pg_sys::F_OIDEQ),
-            pg_sys::Datum::from(key),
-        );
+        let mut scan_key = crate::catalog_scan::oid_equals(column as pg_sys::AttrNumber, key);
         let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
         let scan = pg_sys::systable_beginscan(rel, index, true, snapshot, 1, &mut scan_key);
         let old = pg_sys::systable_getnext(scan);
         if old.is_null() {
             row.set(key_column, Some(pg_sys::Datum::from(key)));
         } else {
-            pg_sys::heap_deform_tuple(old, desc, row.values.as_mut_ptr(), row.nulls.as_mut_ptr());
+            row.deform(old);
         }
         change(&mut row);
-        let new = pg_sys::heap_form_tuple(desc, row.values.as_mut_ptr(), row.nulls.as_mut_ptr());
+        let new = row.form();
         if old.is_null() {
             pg_sys::CatalogTupleInsert(rel, new);
         } else {
             pg_sys::CatalogTupleUpdate(rel, &raw mut (*old).t_self, new);
         }
         pg_sys::heap_freetuple(new);
+        pg_sys::systable_endscan(scan);
+        pg_sys::UnregisterSnapshot(snapshot);
+        pg_sys::table_close(rel, lockmode);
+    }
+}
+
+/// Adds a row to `ddl_sync.<table>`, its columns NULL until `fill` sets them, as a catalog row
+/// (as [`insert`] does). Nothing when the extension is not installed.
+///
+/// # Safety
+/// Runs in a backend inside a transaction, not in logical decoding; `fill` sets columns to
+/// values of their types, and every NOT NULL one.
+pub unsafe fn insert_row(table: &CStr, fill: impl FnOnce(&mut RowValues)) {
+    // SAFETY: the caller's promise.
+    let relid = unsafe { relid(table) };
+    if relid == pg_sys::InvalidOid {
+        return;
+    }
+    let lockmode = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+    // SAFETY: the relation exists (just looked up); the row formed of the caller's values,
+    // inserted with its index entries into the open, locked table, then closed.
+    unsafe {
+        let rel = pg_sys::table_open(relid, lockmode);
+        let mut row = RowValues::empty((*rel).rd_att);
+        fill(&mut row);
+        let tuple = row.form();
+        pg_sys::CatalogTupleInsert(rel, tuple);
+        pg_sys::heap_freetuple(tuple);
+        pg_sys::table_close(rel, lockmode);
+    }
+}
+
+/// Gives `each` every row of `ddl_sync.<table>` whose oid column `key_column` is `key` that a
+/// new snapshot sees, and deletes it, as catalog rows. Nothing when the extension is not
+/// installed.
+///
+/// # Safety
+/// Runs in a backend inside a transaction, not in logical decoding, holding the lock that
+/// every transaction that deletes such rows takes first (see [`lock_row`]).
+pub unsafe fn take_rows(
+    table: &CStr,
+    key_column: &CStr,
+    key: pg_sys::Oid,
+    mut each: impl FnMut(&RowValues),
+) {
+    // SAFETY: the caller's promise.
+    let relid = unsafe { relid(table) };
+    if relid == pg_sys::InvalidOid {
+        return;
+    }
+    let lockmode = pg_sys::RowExclusiveLock as pg_sys::LOCKMODE;
+    // SAFETY: the relation exists (just looked up) and stays open until the close below.
+    let rel = unsafe { pg_sys::table_open(relid, lockmode) };
+    // SAFETY: the open relation's descriptor.
+    let desc = unsafe { (*rel).rd_att };
+    // SAFETY: as above.
+    let Some(column) = (unsafe { column_number(desc, key_column) }) else {
+        // SAFETY: opened above, closed once, by the call.
+        unsafe { outdated(rel, lockmode, table, "lacks a column this version reads") };
+    };
+    // SAFETY: an oid equality on the key's column, a scan of the table (few rows, no index)
+    // with a snapshot taken now; each row deformed with its descriptor and deleted while the
+    // scan holds it; everything ended and closed here.
+    unsafe {
+        let mut scan_key = crate::catalog_scan::oid_equals(column as pg_sys::AttrNumber, key);
+        let snapshot = pg_sys::RegisterSnapshot(pg_sys::GetLatestSnapshot());
+        let scan =
+            pg_sys::systable_beginscan(rel, pg_sys::InvalidOid, false, snapshot, 1, &mut scan_key);
+        loop {
+            let tuple = pg_sys::systable_getnext(scan);
+            if tuple.is_null() {
+                break;
+            }
+            let mut row = RowValues::empty(desc);
+            row.deform(tuple);
+            each(&row);
+            pg_sys::CatalogTupleDelete(rel, &raw mut (*tuple).t_self);
+        }
         pg_sys::systable_endscan(scan);
         pg_sys::UnregisterSnapshot(snapshot);
         pg_sys::table_close(rel, lockmode);

@@ -326,23 +326,30 @@ fn alter_subscription_set_changes_the_stored_configuration() {
     );
 }
 
-#[test]
-fn two_phase_connect_false_and_refresh_follow_postgresql() {
-    let publisher = publisher("subopt-slots-pub", "all");
-    let subscriber = ddl_subscriber("subopt-slots-sub", &["ddl_sync"]);
+/// A publisher (`{name}-pub`, see [`publisher`]) and a subscriber (`{name}-sub`) with table `t`
+/// and subscription `tp` to it: `ddl = 'table'`, `two_phase`, no copy, and `options`.
+fn two_phase_pair(name: &str, options: &str) -> (Cluster, Cluster) {
+    let publisher = publisher(&format!("{name}-pub"), "all");
+    let subscriber = ddl_subscriber(&format!("{name}-sub"), &["ddl_sync"]);
     query(&subscriber, "CREATE TABLE t (id int PRIMARY KEY)");
-    let connstr = publisher.connstr("postgres");
-
-    // two_phase with nothing to copy: the slot is two-phase from the start, as PostgreSQL makes it.
     let (ok, messages) = psql_verbose(
         &subscriber,
         "postgres",
         &format!(
-            "CREATE SUBSCRIPTION tp CONNECTION '{connstr}' PUBLICATION p
-                 WITH (ddl = 'table', two_phase = true, copy_data = false, enabled = false);"
+            "CREATE SUBSCRIPTION tp CONNECTION '{}' PUBLICATION p
+                 WITH (ddl = 'table', two_phase = true, copy_data = false, {options});",
+            publisher.connstr("postgres")
         ),
     );
     assert!(ok, "{messages}");
+    (publisher, subscriber)
+}
+
+#[test]
+fn two_phase_connect_false_and_refresh_follow_postgresql() {
+    // two_phase with nothing to copy: the slot is two-phase from the start, as PostgreSQL makes it.
+    let (publisher, subscriber) = two_phase_pair("subopt-slots", "enabled = false");
+    let connstr = publisher.connstr("postgres");
     assert_eq!(
         query(
             &publisher,
@@ -415,4 +422,59 @@ fn failover_makes_a_failover_slot() {
     query(&subscriber, "ALTER SUBSCRIPTION sub DISABLE");
     query(&subscriber, "ALTER SUBSCRIPTION sub SET (failover = false)");
     assert_eq!(query(&publisher, failover), "ddl_pgoutput false");
+}
+
+/// DDL in transactions prepared on the publisher, on a `two_phase` subscription: the worker
+/// prepares each here too, and applies what commits meanwhile (DDL included, whose counts it
+/// writes while a prepared transaction holds its own), then commits or rolls back each as the
+/// publisher did. A committed one counts at once, and its counts join its subscription's row
+/// at the next DDL; a rolled-back one takes its statement, apply log row and counts with it.
+#[test]
+fn ddl_in_prepared_transactions_replicates_as_they_end() {
+    let (publisher, subscriber) = two_phase_pair("subopt-2pc", "enabled = true");
+    let prepared_here = |count: &'static str| {
+        wait_for(&format!("{count} prepared here"), TIMEOUT, || {
+            let prepared = query(&subscriber, "SELECT count(*) FROM pg_prepared_xacts");
+            (prepared == count).then_some(()).ok_or(prepared)
+        })
+    };
+    let counted = || {
+        query(
+            &subscriber,
+            "SELECT s.applied, s.failed, s.errors, (SELECT count(*) FROM ddl_sync.prepared_counts)
+               FROM ddl_sync.subscription_stats s",
+        )
+    };
+    query(
+        &publisher,
+        "BEGIN; CREATE TABLE prepared_1 (id int PRIMARY KEY); PREPARE TRANSACTION 'p1';
+         CREATE TABLE meanwhile (id int PRIMARY KEY);
+         BEGIN; CREATE TABLE prepared_2 (id int PRIMARY KEY); PREPARE TRANSACTION 'p2';",
+    );
+    prepared_here("2");
+    // Only what committed counts; each prepared transaction's counts are a row it holds.
+    assert_eq!(counted(), "1|0|0|0");
+    query(&publisher, "COMMIT PREPARED 'p1'; ROLLBACK PREPARED 'p2';");
+    prepared_here("0");
+    assert_eq!(counted(), "2|0|0|1");
+    query(&publisher, "CREATE TABLE after (id int PRIMARY KEY);");
+    wait_for("the last statement applied", TIMEOUT, || {
+        let tables = query(
+            &subscriber,
+            "SELECT string_agg(relname, ' ' ORDER BY relname) FROM pg_class
+              WHERE relname IN ('prepared_1', 'meanwhile', 'prepared_2', 'after')",
+        );
+        (tables == "after meanwhile prepared_1")
+            .then_some(())
+            .ok_or(tables)
+    });
+    assert_eq!(
+        query(
+            &subscriber,
+            "SELECT string_agg(object_identity || ' ' || apply_status, ', ' ORDER BY applied_at)
+               FROM ddl_sync.events"
+        ),
+        "public.prepared_1 applied, public.meanwhile applied, public.after applied"
+    );
+    assert_eq!(counted(), "3|0|0|0");
 }

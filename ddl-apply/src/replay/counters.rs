@@ -91,7 +91,7 @@ pub fn count(
     if first {
         // pgrx forgets both at the transaction's end, whichever comes.
         register_xact_callback(PgXactCallbackEvent::PreCommit, write);
-        register_xact_callback(PgXactCallbackEvent::PrePrepare, write);
+        register_xact_callback(PgXactCallbackEvent::PrePrepare, write_prepared);
     }
 }
 
@@ -119,67 +119,138 @@ pub unsafe fn follow_transaction_ends() {
     };
 }
 
-/// Writes the transaction's counts, one row per subscription (before its commit).
+/// The transaction's counts, one per subscription.
+fn totals() -> Vec<Pending> {
+    let mut totals: Vec<Pending> = Vec::new();
+    for p in PENDING.take() {
+        let at = match totals.iter().position(|t| t.subid == p.subid) {
+            Some(at) => at,
+            None => {
+                totals.push(Pending {
+                    subid: p.subid,
+                    ..Pending::default()
+                });
+                totals.len() - 1
+            }
+        };
+        let total = &mut totals[at];
+        total.applied += p.applied;
+        total.skipped += p.skipped;
+        total.refused += p.refused;
+        total.failed += p.failed;
+        total.duplicates += p.duplicates;
+        total.verified += p.verified;
+        total.diverged += p.diverged;
+        total.last_applied = p.last_applied.or(total.last_applied);
+        total.last_error = p.last_error.or(total.last_error.take());
+    }
+    totals
+}
+
+/// Writes the transaction's counts into their subscriptions' rows (before its commit).
 #[inline(never)] // a phase of `cargo xtask bench apply-instructions`
 fn write() {
-    let pending = PENDING.take();
-    let mut subids: Vec<pg_sys::Oid> = Vec::new();
-    for p in &pending {
-        if !subids.contains(&p.subid) {
-            subids.push(p.subid);
-        }
-    }
-    for subid in subids {
-        let mut total = Pending {
-            subid,
-            ..Pending::default()
-        };
-        for p in pending.iter().filter(|p| p.subid == subid) {
-            total.applied += p.applied;
-            total.skipped += p.skipped;
-            total.refused += p.refused;
-            total.failed += p.failed;
-            total.duplicates += p.duplicates;
-            total.verified += p.verified;
-            total.diverged += p.diverged;
-            total.last_applied = p.last_applied.or(total.last_applied);
-            total.last_error = p.last_error.clone().or(total.last_error);
-        }
-        write_one(&total);
+    for total in totals() {
+        write_one(total);
     }
 }
 
-/// Adds `p` to its subscription's row (made at the subscription's first event), as a catalog
-/// row: the commit runs as the subscription's owner, who (on 16+, `pg_create_subscription`)
-/// need not be allowed to write the table, and the table's REPLICA trigger would keep this
-/// change, the extension's own. Its other writer, `reset_subscription_stats`, takes the row's
-/// lock too.
-fn write_one(p: &Pending) {
-    let add = |row: &mut RowValues, column: &CStr, n: i64| {
-        let before = row.get(column).map_or(0, |d| d.value() as i64);
-        row.set(column, Some(pg_sys::Datum::from(before + n)));
-    };
-    let change = |row: &mut RowValues| {
-        add(row, c"applied", p.applied);
-        add(row, c"skipped", p.skipped);
-        add(row, c"refused", p.refused);
-        add(row, c"failed", p.failed);
-        add(row, c"duplicates", p.duplicates);
-        add(row, c"verified", p.verified);
-        add(row, c"diverged", p.diverged);
-        if let Some((lsn, at)) = p.last_applied {
-            row.set(c"last_applied_lsn", Some(pg_sys::Datum::from(lsn)));
-            row.set(c"last_applied_at", Some(pg_sys::Datum::from(at)));
+/// Writes a transaction's counts as it is prepared: a row of `prepared_counts` each, which
+/// holds no lock another transaction needs. The subscription's own row is not written: the
+/// prepared transaction would hold it until its COMMIT PREPARED, which the apply worker
+/// reaches only after applying what committed on the publisher meanwhile, whose counts it
+/// writes there (the worker would wait for itself).
+fn write_prepared() {
+    for total in totals() {
+        // SAFETY: in the transaction, before it is prepared; every NOT NULL column set, with
+        // values of their types (see `add_to`).
+        unsafe {
+            extension_tables::insert_row(PREPARED, |row| {
+                row.set(c"subid", Some(pg_sys::Datum::from(total.subid)));
+                total.add_to(row);
+            })
+        };
+    }
+}
+
+/// Adds `p`, and the counts of the transactions prepared here and committed since (deleting
+/// their rows), to its subscription's row (made at the subscription's first event), as a
+/// catalog row: the commit runs as the subscription's owner, who (on 16+,
+/// `pg_create_subscription`) need not be allowed to write the table, and the table's REPLICA
+/// trigger would keep this change, the extension's own. Its other writer,
+/// `reset_subscription_stats`, takes the row's lock too.
+fn write_one(mut p: Pending) {
+    // SAFETY: in the transaction, before its commit; the lock that the row's writers take
+    // (the rows of prepared transactions are taken under it too); each column read and
+    // written with its type (see `add_row` and `add_to`).
+    unsafe {
+        extension_tables::lock_row(COUNTERS, p.subid);
+        extension_tables::take_rows(PREPARED, c"subid", p.subid, |row| p.add_row(row));
+        extension_tables::write_row(COUNTERS, c"subid", p.subid, |row| p.add_to(row));
+    }
+}
+
+impl Pending {
+    /// Adds the counts of `row`, a row of [`PREPARED`], and takes its last applied event and
+    /// last problem where they are later than these.
+    fn add_row(&mut self, row: &RowValues) {
+        let count = |column: &CStr| row.get(column).map_or(0, |d| d.value() as i64);
+        self.applied += count(c"applied");
+        self.skipped += count(c"skipped");
+        self.refused += count(c"refused");
+        self.failed += count(c"failed");
+        self.duplicates += count(c"duplicates");
+        self.verified += count(c"verified");
+        self.diverged += count(c"diverged");
+        let at = |column: &CStr| row.get(column).map(|d| d.value() as pg_sys::TimestampTz);
+        if let (Some(lsn), Some(at)) = (row.get(c"last_applied_lsn"), at(c"last_applied_at")) {
+            if self.last_applied.is_none_or(|(_, mine)| at > mine) {
+                self.last_applied = Some((lsn.value() as u64, at));
+            }
         }
-        if let Some((error, at)) = &p.last_error {
-            row.set(c"last_error", error.as_str().into_datum());
-            row.set(c"last_error_at", Some(pg_sys::Datum::from(*at)));
+        if let (Some(error), Some(at)) = (row.get(c"last_error"), at(c"last_error_at")) {
+            if self.last_error.as_ref().is_none_or(|(_, mine)| at > *mine) {
+                // SAFETY: a text column of the row, valid while the caller holds it.
+                self.last_error = Some((unsafe { ddl_server::text::utf8_text(error) }, at));
+            }
         }
-    };
-    // SAFETY: in the transaction, before its commit; int8, pg_lsn and timestamptz are 64-bit
-    // integers passed by value, last_error a text; every writer of the row takes its lock.
-    unsafe { extension_tables::write_row(COUNTERS, c"subid", p.subid, change) };
+    }
+
+    /// Adds these counts to `row` (a row of either table; a NULL count is zero), and sets its
+    /// last applied event and last problem where these are later.
+    fn add_to(&self, row: &mut RowValues) {
+        let add = |row: &mut RowValues, column: &CStr, n: i64| {
+            let before = row.get(column).map_or(0, |d| d.value() as i64);
+            row.set(column, Some(pg_sys::Datum::from(before + n)));
+        };
+        add(row, c"applied", self.applied);
+        add(row, c"skipped", self.skipped);
+        add(row, c"refused", self.refused);
+        add(row, c"failed", self.failed);
+        add(row, c"duplicates", self.duplicates);
+        add(row, c"verified", self.verified);
+        add(row, c"diverged", self.diverged);
+        let later = |row: &RowValues, column: &CStr, at: pg_sys::TimestampTz| {
+            row.get(column)
+                .is_none_or(|d| at > d.value() as pg_sys::TimestampTz)
+        };
+        if let Some((lsn, at)) = self.last_applied {
+            if later(row, c"last_applied_at", at) {
+                row.set(c"last_applied_lsn", Some(pg_sys::Datum::from(lsn)));
+                row.set(c"last_applied_at", Some(pg_sys::Datum::from(at)));
+            }
+        }
+        if let Some((error, at)) = &self.last_error {
+            if later(row, c"last_error_at", *at) {
+                row.set(c"last_error", error.as_str().into_datum());
+                row.set(c"last_error_at", Some(pg_sys::Datum::from(*at)));
+            }
+        }
+    }
 }
 
 /// The table counted into.
 pub(super) const COUNTERS: &CStr = c"subscription_counters";
+
+/// The counts of transactions prepared here, until added to [`COUNTERS`].
+pub(super) const PREPARED: &CStr = c"prepared_counts";

@@ -323,7 +323,8 @@ fn failing_event_list() -> TableIterator<
 
 /// `ddl_sync.reset_subscription_stats(subscription)`: sets the counters of `subscription` (of
 /// every subscription of this database when NULL) to zero and forgets its replay errors; the
-/// rows of subscriptions that no longer exist go.
+/// rows of subscriptions that no longer exist go. (What a transaction still prepared here
+/// counted is added when it commits.)
 #[pg_extern(volatile)]
 fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
     let subid = subscription.map(subscription_oid);
@@ -334,7 +335,8 @@ fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
         None => Spi::connect(|client| {
             client
                 .select(
-                    "SELECT subid FROM ddl_sync.subscription_counters",
+                    "SELECT subid FROM ddl_sync.subscription_counters
+                     UNION SELECT subid FROM ddl_sync.prepared_counts",
                     None,
                     &[],
                 )?
@@ -357,6 +359,13 @@ fn reset_subscription_stats(subscription: default!(Option<&str>, "NULL")) {
           WHERE $1 IS NULL OR subid = $1",
         &[subid.into()],
     )
+    .and_then(|()| {
+        // What transactions still prepared counted is added when they commit.
+        Spi::run_with_args(
+            "DELETE FROM ddl_sync.prepared_counts WHERE $1 IS NULL OR subid = $1",
+            &[subid.into()],
+        )
+    })
     .and_then(|()| {
         Spi::run(
             "DELETE FROM ddl_sync.subscription_counters c

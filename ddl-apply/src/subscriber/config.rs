@@ -377,6 +377,8 @@ fn forget_dropped_rows() {
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = d.subid);
          DELETE FROM ddl_sync.subscription_counters c
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid);
+         DELETE FROM ddl_sync.prepared_counts c
+          WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid);
          DELETE FROM ddl_sync.schema_copies c
           WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_subscription s WHERE s.oid = c.subid)",
     )
