@@ -132,7 +132,9 @@ ALTER TABLE ddl_sync.subscription_counters
 -- they count (the view below adds them) and the next transaction that writes the
 -- subscription's row adds them to it; ROLLBACK PREPARED takes its row with it.
 CREATE TABLE ddl_sync.prepared_counts (
-    subid            oid NOT NULL,
+    subid            oid,
+    -- The prepared transaction (its full transaction ID here).
+    prepared_xid     int8,
     applied          int8 NOT NULL,
     skipped          int8 NOT NULL,
     refused          int8 NOT NULL,
@@ -143,7 +145,9 @@ CREATE TABLE ddl_sync.prepared_counts (
     last_applied_lsn pg_lsn,
     last_applied_at  timestamptz,
     last_error       text,
-    last_error_at    timestamptz
+    last_error_at    timestamptz,
+    -- A key, for the deletes a FOR ALL TABLES publication of this node publishes.
+    PRIMARY KEY (subid, prepared_xid)
 );
 REVOKE ALL ON ddl_sync.prepared_counts FROM PUBLIC;
 CREATE TRIGGER prepared_counts_is_node_local

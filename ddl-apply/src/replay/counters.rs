@@ -161,12 +161,15 @@ fn write() {
 /// reaches only after applying what committed on the publisher meanwhile, whose counts it
 /// writes there (the worker would wait for itself).
 fn write_prepared() {
+    // SAFETY: in the transaction being prepared, which has an ID (it wrote its apply log rows).
+    let xid = unsafe { pg_sys::GetTopFullTransactionId() }.value as i64;
     for total in totals() {
         // SAFETY: in the transaction, before it is prepared; every NOT NULL column set, with
         // values of their types (see `add_to`).
         unsafe {
             extension_tables::insert_row(PREPARED, |row| {
                 row.set(c"subid", Some(pg_sys::Datum::from(total.subid)));
+                row.set(c"prepared_xid", Some(pg_sys::Datum::from(xid)));
                 total.add_to(row);
             })
         };
