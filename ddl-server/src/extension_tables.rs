@@ -244,12 +244,12 @@ impl RowValues {
 ///
 /// Why no UPDATE through SPI: with its executor's start and run it cost some 106,000
 /// instructions, this 46,000, and the apply worker writes a row at every commit (see
-/// ddl-apply's `counters`). What the executor would do that this does not: privilege checks (the caller
-/// decides who may), triggers (the tables' only ones keep the extension's own changes, which
-/// these are), and re-reading a row that another transaction updated meanwhile. That last one
-/// is done by a lock instead: the writers of a row take the lock of `(table, key)` first
-/// ([`lock_row`]) and hold it to their transaction's end, and the row is then read with a
-/// new snapshot: every other writer has committed or rolled back.
+/// ddl-apply's `counters`). What the executor would do that this does not: privilege checks
+/// (the caller decides who may), triggers (the tables' only ones keep the extension's own
+/// changes, which these are), and re-reading a row that another transaction updated
+/// meanwhile. That last one is done by a lock instead: the writers of a row take the lock of
+/// `(table, key)` first ([`lock_row`]) and hold it to their transaction's end, and the row is
+/// then read with a new snapshot: every other writer has committed or rolled back.
 ///
 /// # Safety
 /// Runs in a backend inside a transaction, not in logical decoding; every transaction that

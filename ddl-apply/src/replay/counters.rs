@@ -3,10 +3,11 @@
 //! kept when the apply log is purged.
 //!
 //! The apply trigger counts each event in backend memory, and the counts are written once per
-//! transaction, just before it commits (or is prepared): a migration's transaction holds
-//! several events, and what is written is the same. The row is written as a catalog row
-//! (`extension_tables::write_row`, some 45,000 instructions; an UPDATE through SPI cost
-//! 106,000). Counts made in a subtransaction that rolls back (a streamed transaction's
+//! transaction, just before it commits: a migration's transaction holds several events, and
+//! what is written is the same. The row is written as a catalog row
+//! (`extension_tables::write_row`, some 46,000 instructions; an UPDATE through SPI cost
+//! 106,000). A transaction being prepared writes its counts as a row of its own,
+//! `ddl_sync.prepared_counts` (see [`write_prepared`]). Counts made in a subtransaction that rolls back (a streamed transaction's
 //! subtransaction aborted on the publisher, which a parallel apply worker rolls back) go with
 //! it, as the row would have; an aborted transaction takes all of them.
 
@@ -197,8 +198,8 @@ fn write_one(mut p: Pending) {
 
 /// Whether subscription `subid` may have rows in [`PREPARED`]: not when this is its apply
 /// worker and it does not use two_phase (a scan of the table at every commit of every other
-/// subscription costs some 8,000 instructions). A row left by a subscription whose two_phase
-/// 18 allows to turn off counts in `subscription_stats` all the same.
+/// subscription costs some 8,000 instructions). A row left behind by a subscription whose
+/// two_phase was turned off since (18 allows it) still counts in `subscription_stats`.
 fn may_have_prepared(subid: pg_sys::Oid) -> bool {
     // SAFETY: the apply worker's subscription, or NULL in another backend; read, not kept.
     let worker = unsafe { pg_sys::MySubscription.as_ref() };
