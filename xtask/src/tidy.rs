@@ -705,8 +705,6 @@ fn section<'a>(manifest: &'a str, header: &'a str) -> impl Iterator<Item = &'a s
         .take_while(|l| !l.starts_with('['))
 }
 
-// ---- files ----
-
 // ---- rule 7: ERRORs caught in one place ----
 
 fn errors_caught_in_one_place(root: &Path, member: &Member, problems: &mut Vec<String>) -> Result {
@@ -731,6 +729,8 @@ fn errors_caught_in_one_place(root: &Path, member: &Member, problems: &mut Vec<S
     }
     Ok(())
 }
+
+// ---- files ----
 
 fn read(path: &Path) -> Result<String> {
     fs::read_to_string(path).map_err(|e| format!("tidy: cannot read {}: {e}", path.display()))

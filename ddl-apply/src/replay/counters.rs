@@ -7,9 +7,10 @@
 //! what is written is the same. The row is written as a catalog row
 //! (`extension_tables::write_row`, some 46,000 instructions; an UPDATE through SPI cost
 //! 106,000). A transaction being prepared writes its counts as a row of its own,
-//! `ddl_sync.prepared_counts` (see [`write_prepared`]). Counts made in a subtransaction that rolls back (a streamed transaction's
-//! subtransaction aborted on the publisher, which a parallel apply worker rolls back) go with
-//! it, as the row would have; an aborted transaction takes all of them.
+//! `ddl_sync.prepared_counts` (see [`write_prepared`]). Counts made in a subtransaction that
+//! rolls back (a streamed transaction's subtransaction aborted on the publisher, which a
+//! parallel apply worker rolls back) go with it, as the row would have; an aborted
+//! transaction takes all of them.
 
 use ddl_server::extension_tables::{self, RowValues};
 use ddl_server::xact;
@@ -185,11 +186,11 @@ fn write_prepared() {
 /// `reset_subscription_stats`, takes the row's lock too.
 fn write_one(mut p: Pending) {
     // SAFETY: in the transaction, before its commit; the lock that the row's writers take
-    // (the rows of prepared transactions are taken under it too); each column read and
-    // written with its type (see `add_row` and `add_to`).
+    // (write_row takes it too; the rows of prepared transactions are taken under it); each
+    // column read and written with its type (see `add_row` and `add_to`).
     unsafe {
-        extension_tables::lock_row(COUNTERS, p.subid);
         if may_have_prepared(p.subid) {
+            extension_tables::lock_row(COUNTERS, p.subid);
             extension_tables::take_rows(PREPARED, c"subid", p.subid, |row| p.add_row(row));
         }
         extension_tables::write_row(COUNTERS, c"subid", p.subid, |row| p.add_to(row));
